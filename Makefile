@@ -1,0 +1,56 @@
+# sluice — see README.md. Every target works from a clean clone on Linux with Go.
+SHELL := /bin/bash
+GO ?= go
+export GOFLAGS := -buildvcs=false
+
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME ?= 3s
+PKGS := ./...
+
+.PHONY: run run-kv test vet lint staticcheck unit fuzz fuzz-smoke bench bench-micro bench-external fmt
+
+## run: start the echo server on 127.0.0.1:7000 (Ctrl-C stops it).
+run:
+	$(GO) run ./cmd/echo $(ARGS)
+
+## run-kv: start the key-value example server.
+run-kv:
+	$(GO) run ./cmd/kv $(ARGS)
+
+## test: vet, staticcheck, the race-enabled test suite, and every fuzz target briefly from its corpus.
+test: vet staticcheck unit fuzz-smoke
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+lint: fmt vet staticcheck
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+unit:
+	$(GO) test -race -count=1 -timeout 10m $(PKGS)
+
+## fuzz-smoke: each fuzz target for FUZZTIME (default 3s), starting from its committed corpus.
+fuzz-smoke:
+	FUZZTIME=$(FUZZTIME) bash .ci/fuzz
+
+## fuzz: each fuzz target for longer (FUZZTIME=2m make fuzz).
+fuzz:
+	FUZZTIME=$${FUZZTIME:-60s} bash .ci/fuzz
+
+## bench-micro: package benchmarks with allocation counts.
+bench-micro:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./ringq ./ioflush ./protocol ./server
+
+## bench: the default comparison matrix (sluice, gnet, net) and the report in docs/.
+bench:
+	$(GO) run ./cmd/bench compare $(ARGS)
+
+## bench-external: redis-benchmark and wrk against sluice and the peers.
+bench-external:
+	command -v redis-server >/dev/null && command -v wrk >/dev/null || (apt-get update && apt-get install -y redis-server redis-tools wrk)
+	$(GO) run ./cmd/bench external $(ARGS)
