@@ -114,13 +114,11 @@ func readUvarint(buf []byte, limit uint64) (size uint64, hdr int, err error) {
 	var x uint64
 	var shift uint
 	for i, b := range buf {
-		if i == binary.MaxVarintLen64 {
+		if i == binary.MaxVarintLen64-1 && b > 1 {
+			// The tenth byte carries bit 63 only; more is an 11th byte or overflow.
 			return 0, 0, errUvarintOverflow
 		}
 		if b < 0x80 {
-			if i == binary.MaxVarintLen64-1 && b > 1 {
-				return 0, 0, errUvarintOverflow
-			}
 			if b == 0 && i > 0 {
 				return 0, 0, errUvarintPadded
 			}
