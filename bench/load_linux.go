@@ -1,0 +1,312 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+)
+
+// windowSample is a reading of the counters at one end of the measured window.
+type windowSample struct {
+	at     time.Time
+	client ProcCounters
+	server ProcCounters
+	cores  map[int]CoreTicks
+	errs   []error
+}
+
+func takeSample(serverPID int) windowSample {
+	s := windowSample{at: time.Now()}
+	var err error
+	if s.client, err = ReadProcCounters(os.Getpid()); err != nil {
+		s.errs = append(s.errs, err)
+	}
+	if serverPID > 0 {
+		if s.server, err = ReadProcCounters(serverPID); err != nil {
+			s.errs = append(s.errs, err)
+		}
+	}
+	if s.cores, err = ReadCoreTicks(); err != nil {
+		s.errs = append(s.errs, err)
+	}
+	return s
+}
+
+// Load runs one load test as cfg describes and returns what it measured. It
+// dials every connection first, then runs the warm-up and the measured window
+// on cfg.Workers event loops. Failures of individual connections are counted in
+// the result, not returned; the error is for a run that could not happen at
+// all (bad configuration, no connection).
+func Load(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
+	cfg = cfg.withDefaults(runtime.GOMAXPROCS(0))
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	sa, family, err := resolveSockaddr(cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	fds, dialFail, err := dialAll(ctx, sa, family, cfg.Conns, cfg.ConnectTimeout)
+	if err != nil {
+		closeAll(fds)
+		return nil, err
+	}
+	if len(fds) == 0 {
+		return nil, fmt.Errorf("%w: %d attempts to %s: %v", ErrNoConnections, cfg.Conns, cfg.Addr, dialFail.firstErr)
+	}
+
+	workers, err := newWorkers(&cfg, fds)
+	if err != nil {
+		for _, w := range workers {
+			if w != nil {
+				w.closeConns()
+			}
+		}
+		return nil, err
+	}
+
+	var stop atomic.Bool
+	base := time.Now()
+	start := int64(time.Since(base)) + int64(time.Millisecond)
+	warmEnd := start + int64(cfg.Warmup)
+	end := warmEnd + int64(cfg.Duration)
+	var before, after windowSample
+	for i, w := range workers {
+		w.base, w.startNanos, w.warmEnd, w.endNanos, w.stop = base, start, warmEnd, end, &stop
+		if cfg.OpenLoop() {
+			// Each loop offers its share of the rate, in proportion to its
+			// connections, phase-shifted so the loops interleave.
+			rate := cfg.RatePerSec * float64(len(w.conns)) / float64(len(fds))
+			offset := int64(float64(i) * 1e9 / cfg.RatePerSec)
+			w.sched = NewOpenSchedule(start+offset, rate)
+			w.sched.StopAt(end)
+		}
+		w.progressP99 = cfg.Progress != nil
+	}
+	workers[0].windowStart = func() { before = takeSample(cfg.ServerPID) }
+	workers[0].windowEnd = func() { after = takeSample(cfg.ServerPID) }
+
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for _, w := range workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.run() }()
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop.Store(true)
+		case <-done:
+		}
+	}()
+	var progWG sync.WaitGroup
+	if cfg.Progress != nil {
+		progWG.Add(1)
+		go func() { defer progWG.Done(); progressLoop(cfg.Progress, base, warmEnd, end, workers, done) }()
+	}
+	wg.Wait()
+	close(done)
+	progWG.Wait()
+
+	res := collect(&cfg, workers, len(fds), dialFail)
+	if before.at.IsZero() || after.at.IsZero() {
+		return res, fmt.Errorf("sluice: bench: run stopped before its measured window ended: %w", context.Cause(ctx))
+	}
+	fillUsage(res, &cfg, before, after)
+	return res, ctx.Err()
+}
+
+// newWorkers spreads fds round-robin over cfg.Workers event loops.
+func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
+	nw := min(cfg.Workers, len(fds))
+	maxWire := cfg.Codec.WireBytes(cfg.Size.Max)
+	outCap := max(maxWire, min(cfg.InFlight*maxWire, maxOutBatchBytes))
+	filler := newFiller(cfg.Size.Max)
+	workers := make([]*worker, nw)
+	for i := range workers {
+		epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			closeAll(fds)
+			return workers, os.NewSyscallError("epoll_create1", err)
+		}
+		workers[i] = &worker{
+			id:           i,
+			codec:        cfg.Codec,
+			size:         cfg.Size,
+			closed:       !cfg.OpenLoop(),
+			inFlight:     cfg.InFlight,
+			epfd:         epfd,
+			events:       make([]unix.EpollEvent, maxEventsPerWait),
+			rbuf:         make([]byte, readBufferBytes+maxWire),
+			filler:       filler,
+			rng:          cfg.Seed*0x9e3779b97f4a7c15 + uint64(i)*0xbf58476d1ce4e5b9 + 1,
+			lateTolNanos: int64(cfg.LateTolerance),
+			respTimeout:  int64(cfg.ResponseTimeout),
+			hist:         NewLatencyHistogram(),
+			lagHist:      NewLatencyHistogram(),
+		}
+	}
+	for i, fd := range fds {
+		w := workers[i%nw]
+		c := &conn{fd: fd, q: newInflight(cfg.InFlight), out: make([]byte, 0, outCap)}
+		if cfg.Codec != CodecRaw {
+			c.tail = make([]byte, 0, maxWire)
+		}
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(len(w.conns))}
+		if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			closeAll(fds[i:])
+			return workers, os.NewSyscallError("epoll_ctl", err)
+		}
+		w.conns = append(w.conns, c)
+	}
+	return workers, nil
+}
+
+// collect merges the loops' counters and histograms and closes the
+// connections.
+func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFailure) *LoadResult {
+	res := &LoadResult{Config: *cfg, Mode: "closed", WindowSec: cfg.Duration.Seconds(), ConnsOpen: connsOpen}
+	if cfg.OpenLoop() {
+		res.Mode = "open"
+		res.OfferedPerSec = cfg.RatePerSec
+	}
+	var errs errorCounts
+	errs.add(&dialFail.errs)
+	hists := make([]*hdrhistogram.Histogram, 0, len(workers))
+	lags := make([]*hdrhistogram.Histogram, 0, len(workers))
+	firstErr := dialFail.firstErr
+	for _, w := range workers {
+		res.Msgs += w.msgs
+		res.PayloadBytes += w.payloadBytes
+		res.Intended += w.intended
+		res.Late += w.late
+		res.Missed += w.missed
+		res.Dropped += w.dropped
+		res.ConnsLost += w.lost
+		res.Unfinished += w.closeConns()
+		errs.add(&w.errs)
+		hists = append(hists, w.hist)
+		lags = append(lags, w.lagHist)
+		if firstErr == nil {
+			firstErr = w.firstErr
+		}
+	}
+	h := MergeHistograms(hists...)
+	res.Latency = Summarize(h)
+	if enc, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
+		res.HistogramV2 = string(enc)
+	}
+	if cfg.OpenLoop() {
+		lag := Summarize(MergeHistograms(lags...))
+		res.SendLag = &lag
+	}
+	res.MsgsPerSec = float64(res.Msgs) / res.WindowSec
+	res.MBPerSec = float64(res.PayloadBytes) / res.WindowSec / 1e6
+	res.Errors = errs.asMap()
+	if firstErr != nil {
+		res.FirstError = firstErr.Error()
+	}
+	return res
+}
+
+// fillUsage turns the two window samples into per-process and per-core costs.
+func fillUsage(res *LoadResult, cfg *LoadConfig, before, after windowSample) {
+	wall := after.at.Sub(before.at).Seconds()
+	if wall <= 0 {
+		return
+	}
+	usage := func(pid int, b, a ProcCounters) *ProcUsage {
+		u := &ProcUsage{PID: pid, RSSKiB: a.RSSKiB, SyscallsPerMsg: -1, ReadSyscalls: -1, WriteSyscalls: -1}
+		u.CPUSec = float64(a.CPUTicks-b.CPUTicks) / clockTicksPerSec
+		u.Util = u.CPUSec / wall
+		if res.Msgs > 0 {
+			u.CPUMicrosPerMsg = u.CPUSec * 1e6 / float64(res.Msgs) * (res.WindowSec / wall)
+		}
+		if a.ReadSyscalls >= 0 && b.ReadSyscalls >= 0 {
+			u.ReadSyscalls = a.ReadSyscalls - b.ReadSyscalls
+			u.WriteSyscalls = a.WriteSyscalls - b.WriteSyscalls
+			if res.Msgs > 0 {
+				u.SyscallsPerMsg = float64(u.ReadSyscalls+u.WriteSyscalls) / float64(res.Msgs) * (res.WindowSec / wall)
+			}
+		}
+		return u
+	}
+	res.Client = usage(os.Getpid(), before.client, after.client)
+	res.Client.CPUs, _ = AvailableCPUs()
+	roles := map[int]string{}
+	for _, c := range res.Client.CPUs {
+		roles[c] = "client"
+	}
+	if cfg.ServerPID > 0 {
+		res.Server = usage(cfg.ServerPID, before.server, after.server)
+		res.Server.CPUs, _ = ProcessCPUs(cfg.ServerPID)
+		for _, c := range res.Server.CPUs {
+			if roles[c] == "client" {
+				roles[c] = "both"
+			} else {
+				roles[c] = "server"
+			}
+		}
+	}
+	cpus := make([]int, 0, len(roles))
+	for c := range roles {
+		cpus = append(cpus, c)
+	}
+	sort.Ints(cpus)
+	for _, c := range cpus {
+		b, okB := before.cores[c]
+		a, okA := after.cores[c]
+		if !okA || !okB {
+			continue
+		}
+		cu := CoreUsage{CPU: c, Role: roles[c]}
+		cu.Busy = float64(a.Busy-b.Busy) / clockTicksPerSec / wall
+		cu.Steal = float64(a.Steal-b.Steal) / clockTicksPerSec / wall
+		if res.Msgs > 0 {
+			cu.MicrosPerMsg = float64(a.Busy-b.Busy) / clockTicksPerSec * 1e6 / float64(res.Msgs) * (res.WindowSec / wall)
+		}
+		res.Cores = append(res.Cores, cu)
+	}
+}
+
+// progressLoop writes a progress line about once a second until done.
+func progressLoop(out io.Writer, base time.Time, warmEnd, end int64, workers []*worker, done <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var lastMsgs int64
+	last := time.Now()
+	for {
+		select {
+		case <-done:
+			_, _ = fmt.Fprintf(out, "\r\033[K")
+			return
+		case now := <-t.C:
+			var msgs, errs, p99 int64
+			for _, w := range workers {
+				msgs += w.progMsgs.Load()
+				errs += w.progErrs.Load()
+				p99 = max(p99, w.progP99.Load())
+			}
+			rate := float64(msgs-lastMsgs) / now.Sub(last).Seconds()
+			lastMsgs, last = msgs, now
+			el := now.Sub(base)
+			phase := "measuring"
+			if int64(el) < warmEnd {
+				phase = "warm-up"
+			}
+			_, _ = fmt.Fprintf(out, "\r\033[K%5.1fs/%.0fs %-9s %s msg/s  p99 %s  errors %d",
+				el.Seconds(), time.Duration(end).Seconds(), phase, humanRate(rate), humanMicros(float64(p99)/1e3), errs)
+		}
+	}
+}

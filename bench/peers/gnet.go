@@ -1,0 +1,107 @@
+package peers
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/panjf2000/gnet/v2/pkg/logging"
+
+	"github.com/sluicenet/sluice/protocol"
+)
+
+// gnetEcho is an idiomatic gnet v2 echo handler: OnTraffic peeks at everything
+// buffered, echoes each complete frame into one reply, writes it with one
+// Conn.Write (a direct write(2) on the loop) and discards what it consumed;
+// an incomplete frame stays in gnet's inbound buffer.
+type gnetEcho struct {
+	gnet.BuiltinEventEngine
+	codec protocol.Codec
+	isRaw bool
+	ready func(net.Addr)
+	addr  net.Addr
+	eng   gnet.Engine
+	boot  chan struct{}
+	// out holds reply scratch buffers; a pool because OnTraffic runs on
+	// several loops at once when there is more than one.
+	out sync.Pool
+}
+
+func (h *gnetEcho) OnBoot(eng gnet.Engine) gnet.Action {
+	h.eng = eng
+	h.ready(h.addr)
+	close(h.boot)
+	return gnet.None
+}
+
+func (h *gnetEcho) OnTraffic(c gnet.Conn) gnet.Action {
+	if h.isRaw {
+		buf, _ := c.Next(-1)
+		if len(buf) > 0 {
+			if _, err := c.Write(buf); err != nil {
+				return gnet.Close
+			}
+		}
+		return gnet.None
+	}
+	in, _ := c.Peek(-1)
+	bp := h.out.Get().(*[]byte)
+	out, used, err := echoFrames(h.codec, in, (*bp)[:0])
+	if used > 0 {
+		_, _ = c.Discard(used)
+	}
+	var werr error
+	if len(out) > 0 {
+		_, werr = c.Write(out)
+	}
+	*bp = out
+	h.out.Put(bp)
+	if err != nil || werr != nil {
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// serveGnet runs the gnet peer: one event loop per GOMAXPROCS (cfg.Loops) and
+// SO_REUSEPORT, the options gnet recommends for a multi-core server on Linux;
+// everything else at gnet's defaults (TCP_NODELAY on, level-triggered loops,
+// 64 KiB read buffer).
+func serveGnet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool, ready func(net.Addr)) error {
+	addr, err := resolvePort(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	tcpAddr, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return err
+	}
+	h := &gnetEcho{codec: codec, isRaw: isRaw, ready: ready, addr: tcpAddr, boot: make(chan struct{})}
+	h.out.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			select {
+			case <-h.boot:
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = h.eng.Stop(sctx)
+				cancel()
+			case <-done:
+			}
+		case <-done:
+		}
+	}()
+	err = gnet.Run(h, "tcp://"+addr,
+		gnet.WithMulticore(true),
+		gnet.WithNumEventLoop(cfg.Loops),
+		gnet.WithReusePort(true),
+		gnet.WithLogLevel(logging.ErrorLevel),
+	)
+	close(done)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

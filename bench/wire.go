@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The generator frames its requests and checks its responses with its own
+// small encoder and decoder rather than with package protocol: the load
+// generator is the oracle for the servers under test, so it must not share the
+// code it is checking.
+
+// Codec names the wire format the generator speaks. It matches the -codec flag
+// of cmd/echo and of the peers.
+type Codec uint8
+
+// The codecs.
+const (
+	// CodecRaw sends opaque payload bytes; the server echoes bytes and may split
+	// or coalesce them, so the generator accounts for bytes, not frames.
+	CodecRaw Codec = iota
+	// CodecLength prefixes each payload with its length as 4 bytes big-endian.
+	CodecLength
+	// CodecLine terminates each payload with '\n'.
+	CodecLine
+)
+
+// MaxMessageBytes is the largest payload the generator sends: the default
+// maximum frame of package protocol (1 MiB), so every server accepts it.
+const MaxMessageBytes = 1 << 20
+
+// lengthHeaderBytes is the size of the CodecLength header.
+const lengthHeaderBytes = 4
+
+// String returns the codec's flag name: raw, length or line.
+func (c Codec) String() string {
+	switch c {
+	case CodecRaw:
+		return "raw"
+	case CodecLength:
+		return "length"
+	case CodecLine:
+		return "line"
+	}
+	return "codec(" + strconv.Itoa(int(c)) + ")"
+}
+
+// MarshalText encodes the codec as its flag name (for JSON).
+func (c Codec) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText parses a flag name (for JSON).
+func (c *Codec) UnmarshalText(b []byte) error {
+	v, err := ParseCodec(string(b))
+	if err != nil {
+		return err
+	}
+	*c = v
+	return nil
+}
+
+// ParseCodec parses raw, length or line.
+func ParseCodec(s string) (Codec, error) {
+	switch s {
+	case "raw":
+		return CodecRaw, nil
+	case "length":
+		return CodecLength, nil
+	case "line":
+		return CodecLine, nil
+	}
+	return 0, fmt.Errorf("%w: unknown codec %q (want raw, length or line)", ErrInvalidConfig, s)
+}
+
+// WireBytes returns the bytes on the wire for a payload of size bytes.
+func (c Codec) WireBytes(size int) int {
+	switch c {
+	case CodecLength:
+		return lengthHeaderBytes + size
+	case CodecLine:
+		return size + 1
+	}
+	return size
+}
+
+// seqBytes returns how many payload bytes carry the sequence number for a
+// payload of size bytes, or 0 when the payload is too small to carry one (the
+// response is then matched by length and order only).
+func (c Codec) seqBytes(size int) int {
+	switch c {
+	case CodecLength:
+		if size >= 8 {
+			return 8
+		}
+	case CodecLine:
+		if size >= 16 {
+			return 16
+		}
+	}
+	return 0
+}
+
+// fillerByte pads payloads; it is never '\n'.
+const fillerByte = 'x'
+
+// newFiller returns n filler bytes, the source every request payload is
+// copied from.
+func newFiller(n int) []byte { return bytes.Repeat([]byte{fillerByte}, n) }
+
+const hexDigits = "0123456789abcdef"
+
+// appendRequest appends one request of payload size bytes carrying seq to dst
+// and returns the extended slice. filler must hold at least size bytes. It
+// never allocates when dst has room.
+func appendRequest(dst []byte, c Codec, seq uint64, size int, filler []byte) []byte {
+	switch c {
+	case CodecLength:
+		dst = binary.BigEndian.AppendUint32(dst, uint32(size))
+		if c.seqBytes(size) == 8 {
+			dst = binary.BigEndian.AppendUint64(dst, seq)
+			return append(dst, filler[:size-8]...)
+		}
+		return append(dst, filler[:size]...)
+	case CodecLine:
+		if c.seqBytes(size) == 16 {
+			for shift := 60; shift >= 0; shift -= 4 {
+				dst = append(dst, hexDigits[(seq>>uint(shift))&0xf])
+			}
+			dst = append(dst, filler[:size-16]...)
+		} else {
+			dst = append(dst, filler[:size]...)
+		}
+		return append(dst, '\n')
+	}
+	return append(dst, filler[:size]...)
+}
+
+// nextResponse finds the first complete response frame in buf for a framed
+// codec (CodecLength or CodecLine). It returns the payload (aliasing buf), the
+// wire bytes it occupies, or n == 0 when more input is needed. A length above
+// MaxMessageBytes, or a line longer than that without a delimiter, is
+// ErrMismatch: the stream can never resynchronise.
+func nextResponse(c Codec, buf []byte) (payload []byte, n int, err error) {
+	switch c {
+	case CodecLength:
+		if len(buf) < lengthHeaderBytes {
+			return nil, 0, nil
+		}
+		size := binary.BigEndian.Uint32(buf)
+		if size > MaxMessageBytes {
+			return nil, 0, fmt.Errorf("%w: length header %d above %d", ErrMismatch, size, MaxMessageBytes)
+		}
+		end := lengthHeaderBytes + int(size)
+		if len(buf) < end {
+			return nil, 0, nil
+		}
+		return buf[lengthHeaderBytes:end], end, nil
+	case CodecLine:
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			if len(buf) > MaxMessageBytes {
+				return nil, 0, fmt.Errorf("%w: no line end within %d bytes", ErrMismatch, MaxMessageBytes)
+			}
+			return nil, 0, nil
+		}
+		return buf[:i], i + 1, nil
+	}
+	return nil, 0, fmt.Errorf("%w: codec %v has no frames", ErrInvalidConfig, c)
+}
+
+// checkResponse verifies that payload answers the request of size bytes with
+// sequence number seq. It never allocates on success.
+func checkResponse(c Codec, payload []byte, seq uint64, size int) error {
+	if len(payload) != size {
+		return fmt.Errorf("%w: response of %d bytes to a request of %d", ErrMismatch, len(payload), size)
+	}
+	switch c.seqBytes(size) {
+	case 8:
+		if got := binary.BigEndian.Uint64(payload); got != seq {
+			return fmt.Errorf("%w: sequence %d, want %d", ErrMismatch, got, seq)
+		}
+	case 16:
+		var got uint64
+		for _, b := range payload[:16] {
+			d := strings.IndexByte(hexDigits, b)
+			if d < 0 {
+				return fmt.Errorf("%w: sequence is not hex", ErrMismatch)
+			}
+			got = got<<4 | uint64(d)
+		}
+		if got != seq {
+			return fmt.Errorf("%w: sequence %d, want %d", ErrMismatch, got, seq)
+		}
+	}
+	return nil
+}
+
+// rawAccount matches echoed bytes to requests for CodecRaw, where the server
+// may split and coalesce: responses are a byte stream, and a request is
+// answered once as many bytes as it carried have come back after the bytes of
+// every earlier request. The zero value is ready to use.
+type rawAccount struct {
+	partialBytes int // bytes received toward the oldest outstanding request
+}
+
+// take accounts n more received bytes against the outstanding requests in q
+// (oldest first) and returns how many of them are now complete; the caller pops
+// them. More bytes than were sent is ErrMismatch.
+func (a *rawAccount) take(n int, q *inflight) (msgs int, err error) {
+	have := a.partialBytes + n
+	for msgs < q.len() {
+		size := int(q.at(msgs).size)
+		if have < size {
+			break
+		}
+		have -= size
+		msgs++
+	}
+	if msgs == q.len() && have > 0 {
+		return msgs, fmt.Errorf("%w: %d bytes more than were sent", ErrMismatch, have)
+	}
+	a.partialBytes = have
+	return msgs, nil
+}
