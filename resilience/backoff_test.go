@@ -41,9 +41,9 @@ func TestBackoffDelay(t *testing.T) {
 		{with(JitterEqual), 3, 0, randLow, 20 * ms},
 		{with(JitterEqual), 3, 0, randMid, 30 * ms},
 		{with(JitterDecorrelated), 1, 0, randLow, 10 * ms},
-		{with(JitterDecorrelated), 1, 0, randMid, 20 * ms},              // [10, 30)
-		{with(JitterDecorrelated), 7, 20 * ms, randMid, 35 * ms},        // [10, 60)
-		{with(JitterDecorrelated), 7, 90 * ms, randMid, 55 * ms},        // [10, 100) capped
+		{with(JitterDecorrelated), 1, 0, randMid, 20 * ms},               // [10, 30)
+		{with(JitterDecorrelated), 7, 20 * ms, randMid, 35 * ms},         // [10, 60)
+		{with(JitterDecorrelated), 7, 90 * ms, randMid, 55 * ms},         // [10, 100) capped
 		{Backoff{Jitter: JitterNone}, 1, 0, randLow, DefaultBackoffBase}, // zero value
 		{Backoff{Jitter: JitterNone}, 30, 0, randLow, DefaultBackoffMax},
 	}
