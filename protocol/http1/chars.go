@@ -1,0 +1,62 @@
+package http1
+
+// Byte classes from RFC 9110 section 5.6.2 (token) and 5.5 (field value),
+// as lookup tables so the scanners do one load per byte.
+var (
+	// tokenChar: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" /
+	// "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA.
+	tokenChar [256]bool
+	// targetChar: the visible ASCII a request-target may hold (0x21-0x7e).
+	targetChar [256]bool
+	// fieldChar: field-vchar / SP / HTAB, where field-vchar = VCHAR /
+	// obs-text (0x80-0xff). Everything else is a control character.
+	fieldChar [256]bool
+)
+
+func init() {
+	for c := 0; c < 256; c++ {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			tokenChar[c] = true
+		}
+		targetChar[c] = 0x21 <= c && c <= 0x7e
+		fieldChar[c] = c == ' ' || c == '\t' || 0x21 <= c && c != 0x7f
+	}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		tokenChar[c] = true
+	}
+}
+
+// lower folds an ASCII upper-case letter.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// equalFold reports whether b equals s under ASCII case folding (field
+// names and Connection options are case-insensitive). It does not
+// allocate.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != s[i] && lower(b[i]) != lower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// trimOWS removes optional white space (SP, HTAB) from both ends.
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
