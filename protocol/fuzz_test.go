@@ -224,8 +224,10 @@ func FuzzRoundTrip(f *testing.F) {
 				if len(m) <= limit {
 					t.Fatalf("AppendFrame refused %d bytes with limit %d", len(m), limit)
 				}
-				// The receiving side must refuse it too.
-				if _, _, derr := c.Decode(c.AppendEncode(nil, m)); !errors.Is(derr, ErrFrameTooLarge) {
+				// The receiving side must refuse it too (unless a delimiter
+				// inside the frame splits it into lines that fit).
+				split := kind%4 == 3 && bytes.IndexByte(m, '\n') >= 0
+				if _, _, derr := c.Decode(c.AppendEncode(nil, m)); !split && !errors.Is(derr, ErrFrameTooLarge) {
 					t.Fatalf("oversize frame of %d (limit %d) decoded: %v", len(m), limit, derr)
 				}
 			} else if !errors.Is(err, ErrMalformed) || bytes.IndexByte(m, '\n') < 0 {
