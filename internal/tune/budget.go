@@ -129,6 +129,22 @@ func prevPow2(n int64) int64 {
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
 
+// planner carries one Compute call's state: the budgets being filled, their
+// reasons, and the target.
+type planner struct {
+	b       Budgets
+	t       Target
+	reasons map[string]string
+}
+
+func (p *planner) why(name, format string, args ...any) {
+	p.reasons[name] = fmt.Sprintf(format, args...)
+}
+
+func (p *planner) warn(format string, args ...any) {
+	p.b.Warnings = append(p.b.Warnings, fmt.Sprintf(format, args...))
+}
+
 // Compute plans the engine's budgets for target t on host h. It returns an
 // error (wrapping ErrInvalidTarget) only for a target that fails Validate;
 // a host that is short of something yields budgets plus warnings.
@@ -136,110 +152,127 @@ func Compute(h Host, t Target) (Budgets, error) {
 	if err := t.Validate(); err != nil {
 		return Budgets{}, err
 	}
-	var b Budgets
-	reasons := make(map[string]string, len(budgetOrder))
-	why := func(name, format string, args ...any) { reasons[name] = fmt.Sprintf(format, args...) }
-	warn := func(format string, args ...any) { b.Warnings = append(b.Warnings, fmt.Sprintf(format, args...)) }
-	burst := t.burstBytes()
-
-	b.Loops = h.CPU.Cores
-	if b.Loops <= 0 {
-		b.Loops = 1
-		warn("the core count is unknown; planning for 1 loop (pass -loops to cmd/echo yourself)")
-		why("Loops", "core count unknown, so 1")
-	} else {
-		why("Loops", "one loop per usable core (%s)", h.CPU.Why)
-	}
-
-	// Connections: the target plus headroom, low watermark below it.
+	p := &planner{t: t, reasons: make(map[string]string, len(budgetOrder))}
+	p.loops(h)
+	p.perConn()
 	high := int64(t.Conns) + (int64(t.Conns)*ConnsHeadroomPercent+99)/100
-	why("MaxConnsHigh", "%d expected connections + %d%% headroom, so reconnects overlapping closes never shut the gate", t.Conns, ConnsHeadroomPercent)
-
-	// Per-connection budgets.
-	msgs := clamp(nextPow2(2*int64(t.InflightMsgs)), 4, MaxOutQueueMsgs)
-	b.OutQueueMsgs = int(msgs)
-	why("OutQueueMsgs", "twice the %d pipelined replies of one burst, so a slow reader's second burst still fits (a power of two for the ring)", t.InflightMsgs)
-	outBytes := max(nextPow2(msgs*int64(t.MsgBytes)), MinOutQueueBytes)
-	outWhy := fmt.Sprintf("%d messages of %d bytes, rounded up to a power of two (at least %d)", msgs, t.MsgBytes, MinOutQueueBytes)
-	budget := clamp(nextPow2(burst), MinBudgetBytes, MaxBudgetBytes)
-	b.ReadBudgetBytes = int(budget)
-	why("ReadBudgetBytes", "one pipelined burst (%d x %d bytes) in one read, clamped to %d..%d so one connection cannot starve its loop", t.InflightMsgs, t.MsgBytes, MinBudgetBytes, MaxBudgetBytes)
-	b.FlushBudgetBytes = int(budget)
-	why("FlushBudgetBytes", "one burst of replies in one writev, with the same clamp as the read budget")
-
-	// Memory.
-	mem := h.Memory.Bytes
-	memSource := h.Memory.Why
+	p.why("MaxConnsHigh", "%d expected connections + %d%% headroom, so reconnects overlapping closes never shut the gate", t.Conns, ConnsHeadroomPercent)
+	mem, source := h.Memory.Bytes, h.Memory.Why
 	if t.MemBytes > 0 {
-		mem, memSource = t.MemBytes, "-mem-bytes"
+		mem, source = t.MemBytes, "-mem-bytes"
+	}
+	high = p.memory(mem, source, high)
+	p.b.MaxConnsHigh = int(high)
+	p.b.MaxConnsLow = int(high * ConnsLowPercent / 100)
+	p.why("MaxConnsLow", "%d%% of the high watermark, so the gate reopens only after a tenth of the connections have closed", ConnsLowPercent)
+	p.backlog(high)
+	p.b.NoFileNeeded = high + FDReserve + int64(p.b.Loops)*FDsPerLoop
+	p.why("NoFileNeeded", "one descriptor per connection (%d), %d per loop and %d for everything else", high, FDsPerLoop, FDReserve)
+	for _, name := range budgetOrder {
+		if r, ok := p.reasons[name]; ok {
+			p.b.Reasons = append(p.b.Reasons, Reason{name, r})
+		}
+	}
+	return p.b, nil
+}
+
+func (p *planner) loops(h Host) {
+	p.b.Loops = h.CPU.Cores
+	if p.b.Loops > 0 {
+		p.why("Loops", "one loop per usable core (%s)", h.CPU.Why)
+		return
+	}
+	p.b.Loops = 1
+	p.warn("the core count is unknown; planning for 1 loop (pass -loops to cmd/echo yourself)")
+	p.why("Loops", "core count unknown, so 1")
+}
+
+// perConn sizes the out-queue and the per-turn budgets from one pipelined
+// burst. The out-queue bytes may be lowered later by the global budget.
+func (p *planner) perConn() {
+	t := p.t
+	msgs := clamp(nextPow2(2*int64(t.InflightMsgs)), 4, MaxOutQueueMsgs)
+	p.b.OutQueueMsgs = int(msgs)
+	p.why("OutQueueMsgs", "twice the %d pipelined replies of one burst, so a slow reader's second burst still fits (a power of two for the ring)", t.InflightMsgs)
+	p.b.OutQueueBytes = int(max(nextPow2(msgs*int64(t.MsgBytes)), MinOutQueueBytes))
+	p.why("OutQueueBytes", "%d messages of %d bytes, rounded up to a power of two (at least %d)", msgs, t.MsgBytes, MinOutQueueBytes)
+	budget := int(clamp(nextPow2(t.burstBytes()), MinBudgetBytes, MaxBudgetBytes))
+	p.b.ReadBudgetBytes, p.b.FlushBudgetBytes = budget, budget
+	p.why("ReadBudgetBytes", "one pipelined burst (%d x %d bytes) in one read, clamped to %d..%d so one connection cannot starve its loop", t.InflightMsgs, t.MsgBytes, MinBudgetBytes, MaxBudgetBytes)
+	p.why("FlushBudgetBytes", "one burst of replies in one writev, with the same clamp as the read budget")
+}
+
+// memory splits the memory share: the runtime reserve and the loops' read
+// buffers first, then at most half of the rest for connections (lowering
+// the connection budget if they do not fit), then half of what remains for
+// queued bytes, the other half being room for garbage between collections.
+// It returns the connection high watermark, possibly lowered.
+func (p *planner) memory(mem int64, source string, high int64) int64 {
+	t := p.t
+	if mem <= 0 {
+		p.warn("the host's memory is unknown; no global queued-bytes budget or GOMEMLIMIT is proposed (pass -mem-bytes to plan one)")
+		p.why("GlobalQueuedBytesHigh", "not proposed: memory unknown")
+		return high
+	}
+	share := int64(float64(mem) * t.MemShare)
+	p.b.MemLimitBytes = share
+	p.why("MemLimitBytes", "GOMEMLIMIT at the memory share, so the Go runtime collects harder before it crosses it")
+	shareWhy := fmt.Sprintf("%.0f%% of %s (%s)", t.MemShare*100, fmtBytes(mem), source)
+	avail := share - RuntimeReserveBytes - int64(p.b.Loops)*int64(p.b.ReadBudgetBytes)
+	if avail <= 0 {
+		p.warn("a %s share cannot even hold the runtime reserve of %s; no global queued-bytes budget is proposed (raise -mem-share or give the host more memory)", shareWhy, fmtBytes(RuntimeReserveBytes))
+		p.why("GlobalQueuedBytesHigh", "not proposed: the memory share is below the runtime reserve")
+		return high
+	}
+	// Socket buffers live in the kernel, outside the share, but in the same
+	// memory (under cgroup v2 they are charged to memory.max).
+	if sock := high * 2 * t.burstBytes(); share+sock > mem {
+		p.warn("the kernel's socket buffers for %d connections holding one burst each way (%s) plus the %s share exceed the %s of memory (%s); lower -mem-share to about %.2f",
+			high, fmtBytes(sock), fmtBytes(share), fmtBytes(mem), source, max(0, float64(mem-sock)/float64(mem)))
 	}
 	connBytes := IdleConnBytes + int64(t.MsgBytes)
-	if mem <= 0 {
-		warn("the host's memory is unknown; no global queued-bytes budget or GOMEMLIMIT is proposed (pass -mem-bytes to plan one)")
-		b.MaxConnsHigh = int(high)
-		why("GlobalQueuedBytesHigh", "memory unknown")
-	} else {
-		share := int64(float64(mem) * t.MemShare)
-		b.MemLimitBytes = share
-		fixed := int64(RuntimeReserveBytes) + int64(b.Loops)*budget
-		// The global budget must at least let 16 connections fill their
-		// out-queues, or the gate would shut on a handful of slow readers.
-		minGlobal := 16 * outBytes
-		usable := share - fixed - high*connBytes
-		if usable < 2*minGlobal {
-			fit := (share - fixed - 2*minGlobal) / connBytes
-			if fit < 1 {
-				fit = 1
-				warn("a %.0f%% share of %s (%s) cannot even hold the runtime reserve of %s; raise -mem-share or give the host more memory", t.MemShare*100, fmtBytes(mem), memSource, fmtBytes(RuntimeReserveBytes))
-			} else {
-				warn("a %.0f%% share of %s (%s) holds about %d connections of %s each, not %d; max connections lowered to fit (raise -mem-share, lower -conns, or give the host more memory)", t.MemShare*100, fmtBytes(mem), memSource, fit, fmtBytes(connBytes), high)
-			}
-			high = fit
-			why("MaxConnsHigh", "lowered to what memory holds: %s share / %s per connection", fmtBytes(share), fmtBytes(connBytes))
-			usable = max(share-fixed-high*connBytes, 2*minGlobal)
-		}
-		b.MaxConnsHigh = int(high)
-		b.GlobalQueuedBytesHigh = usable / 2
-		b.GlobalQueuedBytesLow = b.GlobalQueuedBytesHigh * GlobalLowPercent / 100
-		why("GlobalQueuedBytesHigh", "half of what remains of the %s share (%.0f%% of %s, %s) after the runtime reserve (%s), the loops' read buffers and %s per connection; the other half is headroom for garbage between GCs",
-			fmtBytes(share), t.MemShare*100, fmtBytes(mem), memSource, fmtBytes(RuntimeReserveBytes), fmtBytes(connBytes))
-		why("GlobalQueuedBytesLow", "%d%% of the high watermark, so the gate reopens only once a quarter of the backlog has drained", GlobalLowPercent)
-		if limit := prevPow2(b.GlobalQueuedBytesHigh / 16); outBytes > limit {
-			outBytes = max(limit, MinOutQueueBytes)
-			outWhy += fmt.Sprintf(", lowered to a sixteenth of the global budget (%s)", fmtBytes(outBytes))
-		}
-		// Queued bytes can never exceed every connection at its out-queue
-		// budget plus one partial inbound message: a global budget above
-		// that bound would never bind, so say so with the number.
-		if reach := high * (outBytes + int64(t.MsgBytes)); b.GlobalQueuedBytesHigh > reach {
-			why("GlobalQueuedBytesHigh", "the most all connections can queue: %d x (%s out-queue + one %d-byte partial message); the memory share would allow %s, so the per-connection budgets bind first",
-				high, fmtBytes(outBytes), t.MsgBytes, fmtBytes(b.GlobalQueuedBytesHigh))
-			b.GlobalQueuedBytesHigh = reach
-			b.GlobalQueuedBytesLow = reach * GlobalLowPercent / 100
-		}
-		why("MemLimitBytes", "GOMEMLIMIT at the memory share, so the Go runtime collects harder before it crosses it")
+	if fit := avail / 2 / connBytes; high > fit {
+		p.warn("a %s share holds about %d connections of %s each (with room left to queue bytes), not %d; max connections lowered to fit (raise -mem-share, lower -conns, or give the host more memory)",
+			shareWhy, fit, fmtBytes(connBytes), high)
+		p.why("MaxConnsHigh", "lowered to what memory holds: half of the %s share after the runtime reserve, at %s per connection", fmtBytes(share), fmtBytes(connBytes))
+		high = max(fit, 1)
 	}
-	b.OutQueueBytes = int(outBytes)
-	why("OutQueueBytes", "%s", outWhy)
-	b.MaxConnsLow = int(high * ConnsLowPercent / 100)
-	why("MaxConnsLow", "%d%% of the high watermark, so the gate reopens only after a tenth of the connections have closed", ConnsLowPercent)
+	g := (avail - high*connBytes) / 2
+	p.why("GlobalQueuedBytesHigh", "half of what remains of the %s share (%s) after the runtime reserve (%s), the loops' read buffers and %s per connection; the other half is headroom for garbage between GCs",
+		fmtBytes(share), shareWhy, fmtBytes(RuntimeReserveBytes), fmtBytes(connBytes))
+	// The global budget must let at least 16 connections fill their
+	// out-queues, or a handful of slow readers would shut the gate.
+	if out := int64(p.b.OutQueueBytes); out > g/16 {
+		out = max(prevPow2(g/16), MinOutQueueBytes)
+		p.b.OutQueueBytes = int(out)
+		p.reasons["OutQueueBytes"] += fmt.Sprintf(", lowered to a sixteenth of the global budget (%s)", fmtBytes(out))
+		if 16*out > g {
+			p.warn("the global queued-bytes budget (%s) holds fewer than 16 full out-queues of %s: a few slow readers will shut the gate", fmtBytes(g), fmtBytes(out))
+		}
+	}
+	// Queued bytes can never exceed every connection at its out-queue
+	// budget plus one partial inbound message: a global budget above that
+	// bound would never bind, so it is lowered to the bound.
+	if reach := high * (int64(p.b.OutQueueBytes) + int64(t.MsgBytes)); g > reach {
+		p.why("GlobalQueuedBytesHigh", "the most all connections can queue: %d x (%s out-queue + one %d-byte partial message); the memory share would allow %s, so the per-connection budgets bind first",
+			high, fmtBytes(int64(p.b.OutQueueBytes)), t.MsgBytes, fmtBytes(g))
+		g = reach
+	}
+	p.b.GlobalQueuedBytesHigh = g
+	p.b.GlobalQueuedBytesLow = g * GlobalLowPercent / 100
+	p.why("GlobalQueuedBytesLow", "%d%% of the high watermark, so the gate reopens only once a quarter of the queued bytes have drained", GlobalLowPercent)
+	return high
+}
 
-	// Backlog: what arrives while accepts pause.
-	rate, rateWhy := t.ConnRatePerSec, fmt.Sprintf("-conn-rate %.0f/s", t.ConnRatePerSec)
+// backlog sizes the listen backlog for the connections that arrive while
+// accepts pause.
+func (p *planner) backlog(high int64) {
+	rate, rateWhy := p.t.ConnRatePerSec, fmt.Sprintf("-conn-rate %.0f/s", p.t.ConnRatePerSec)
 	if rate == 0 {
 		rate, rateWhy = float64(high), fmt.Sprintf("a reconnect storm of all %d connections within one second", high)
 	}
-	b.Backlog = int(clamp(nextPow2(int64(math.Ceil(rate*GatePauseSeconds))), MinBacklog, MaxBacklog))
-	why("Backlog", "holds the connections that arrive during a %.0f ms accept pause at %s (a power of two, %d..%d)", GatePauseSeconds*1000, rateWhy, MinBacklog, MaxBacklog)
-
-	b.NoFileNeeded = high + FDReserve + int64(b.Loops)*FDsPerLoop
-	why("NoFileNeeded", "one descriptor per connection (%d), %d per loop and %d for everything else", high, FDsPerLoop, FDReserve)
-	for _, name := range budgetOrder {
-		if r, ok := reasons[name]; ok {
-			b.Reasons = append(b.Reasons, Reason{name, r})
-		}
-	}
-	return b, nil
+	p.b.Backlog = int(clamp(nextPow2(int64(math.Ceil(rate*GatePauseSeconds))), MinBacklog, MaxBacklog))
+	p.why("Backlog", "holds the connections that arrive during a %.0f ms accept pause at %s (a power of two, %d..%d)", GatePauseSeconds*1000, rateWhy, MinBacklog, MaxBacklog)
 }
 
 // budgetOrder is the order in which reasons are reported.

@@ -99,11 +99,12 @@ func Main(args []string, stdout, stderr io.Writer, open func(root string) fs.FS)
 		fmt.Fprintf(stderr, "tune: %v\n", err)
 		return 2
 	}
-	if st, err := fs.Stat(open(*root), "."); err != nil || !st.IsDir() {
+	fsys := open(*root)
+	if st, err := fs.Stat(fsys, "."); err != nil || !st.IsDir() {
 		fmt.Fprintf(stderr, "tune: %v: -root %s is not a readable directory\n", ErrUsage, *root)
 		return 2
 	}
-	r, err := Plan(ReadHost(open(*root), *root), t)
+	r, err := Plan(ReadHost(fsys, *root), t)
 	if err != nil {
 		fmt.Fprintf(stderr, "tune: %v\n", err)
 		return 2

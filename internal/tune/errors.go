@@ -20,3 +20,30 @@ var (
 	// ErrUsage reports bad command-line arguments.
 	ErrUsage = errors.New("sluice: tune: usage")
 )
+
+// HostError is why one host value is unknown: its file is missing
+// (ErrMissing), unreadable, or malformed (ErrMalformed). errors.Is sees the
+// kind through Unwrap.
+type HostError struct {
+	// Path is the file, relative to the root ("" when not yet known).
+	Path string
+	// Kind is ErrMissing, ErrMalformed, or the error reading the file.
+	Kind error
+	// Detail says what was wrong, quoting the offending text.
+	Detail string
+}
+
+// Error returns "KIND: PATH: DETAIL".
+func (e *HostError) Error() string {
+	s := e.Kind.Error()
+	if e.Path != "" {
+		s += ": " + e.Path
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Unwrap returns the kind.
+func (e *HostError) Unwrap() error { return e.Kind }

@@ -153,12 +153,14 @@ func WriteText(w io.Writer, r Report) error {
 	e.printf("Host\n")
 	e.printf("  cores       %s\n", orUnknown(h.CPU.Cores > 0, strconv.Itoa(h.CPU.Cores), h.CPU.Why))
 	e.printf("  memory      %s\n", orUnknown(h.Memory.Bytes > 0, fmtBytes(h.Memory.Bytes), h.Memory.Why))
-	nofile := "unknown: " + h.NoFile.Error
+	nofile := h.NoFile.Describe()
 	if soft, ok := h.NoFile.Int(0); ok {
 		hard, _ := h.NoFile.Int(1)
 		nofile = fmt.Sprintf("soft %s, hard %s", fmtLimit(soft), fmtLimit(hard))
 	}
-	e.printf("  open files  %s\n\n", nofile)
+	e.printf("  open files  %s\n", nofile)
+	e.printf("  cgroup CPU  %s\n", cgroupCPU(h.CPU.Quota))
+	e.printf("  cgroup mem  %s\n\n", cgroupMem(h.Memory.Cgroup))
 
 	e.printf("Target\n  %d connections, %d-byte messages, %d in flight per connection, %s of memory",
 		t.Conns, t.MsgBytes, t.InflightMsgs, strconv.FormatFloat(t.MemShare*100, 'f', -1, 64)+"%")
@@ -279,4 +281,33 @@ func orUnknown(known bool, v, why string) string {
 		return why
 	}
 	return v + "  (" + why + ")"
+}
+
+// cgroupCPU describes the cgroup CPU quota reading.
+func cgroupCPU(r Reading) string {
+	q, ok := r.Int(0)
+	switch {
+	case r.Status == StatusMissing:
+		return "no quota file found"
+	case !ok:
+		return r.Describe()
+	case q == Unlimited:
+		return "no quota (" + r.Path + ")"
+	}
+	p, _ := r.Int(1)
+	return fmt.Sprintf("%d/%d us = %.2f cores (%s)", q, p, float64(q)/float64(p), r.Path)
+}
+
+// cgroupMem describes the cgroup memory limit reading.
+func cgroupMem(r Reading) string {
+	v, ok := r.Int(0)
+	switch {
+	case r.Status == StatusMissing:
+		return "no limit file found"
+	case !ok:
+		return r.Describe()
+	case v == Unlimited:
+		return "no limit (" + r.Path + ")"
+	}
+	return fmt.Sprintf("%s (%s)", fmtBytes(v), r.Path)
 }

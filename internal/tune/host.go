@@ -52,8 +52,31 @@ func (r Reading) Int(i int) (int64, bool) {
 	return r.Values[i], true
 }
 
-// failed builds a Reading for path from a read or parse error.
+// Describe says in a few words why a reading holds no value, naming the
+// file; for a reading that holds values it returns them.
+func (r Reading) Describe() string {
+	switch r.Status {
+	case StatusOK:
+		return fmtInts(r.Values)
+	case StatusMissing:
+		if r.Path == "" {
+			return "unknown (" + r.Error + ")"
+		}
+		return "unknown (" + r.Path + " not found)"
+	default:
+		return fmt.Sprintf("%s: %s (%s)", r.Status, r.Error, r.Path)
+	}
+}
+
+// failed builds a Reading for path p from a read or parse error.
 func failed(p string, err error) Reading {
+	var he *HostError
+	if !errors.As(err, &he) {
+		he = &HostError{Kind: err}
+	}
+	if he.Path == "" {
+		he.Path = p
+	}
 	st := StatusUnreadable
 	switch {
 	case errors.Is(err, ErrMissing):
@@ -61,7 +84,11 @@ func failed(p string, err error) Reading {
 	case errors.Is(err, ErrMalformed):
 		st = StatusMalformed
 	}
-	return Reading{Path: p, Status: st, Error: err.Error(), Err: err}
+	detail := he.Detail
+	if detail == "" {
+		detail = he.Kind.Error()
+	}
+	return Reading{Path: he.Path, Status: st, Error: detail, Err: he}
 }
 
 // ok builds a successful Reading.
@@ -125,7 +152,7 @@ func (h *Host) Sysctl(name string) Reading {
 	if r, ok := h.Sysctls[name]; ok {
 		return r
 	}
-	return failed(sysctlPath(name), fmt.Errorf("%w: %s", ErrMissing, name))
+	return failed(sysctlPath(name), &HostError{Kind: ErrMissing, Detail: "not read"})
 }
 
 // SysctlNames lists the sysctls tune reads, with the number of integers each
@@ -169,14 +196,14 @@ func readFile(fsys fs.FS, p string) ([]byte, error) {
 	f, err := fsys.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s", ErrMissing, p)
+			return nil, &HostError{Path: p, Kind: ErrMissing, Detail: "no such file"}
 		}
-		return nil, fmt.Errorf("sluice: tune: read %s: %w", p, err)
+		return nil, &HostError{Path: p, Kind: err}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes))
 	if err != nil {
-		return nil, fmt.Errorf("sluice: tune: read %s: %w", p, err)
+		return nil, &HostError{Path: p, Kind: err}
 	}
 	return data, nil
 }
@@ -189,7 +216,7 @@ func readInts(fsys fs.FS, p string, n int) Reading {
 	}
 	vs, err := parseInts(string(data), n)
 	if err != nil {
-		return failed(p, fmt.Errorf("%s: %w", p, err))
+		return failed(p, err)
 	}
 	return ok(p, vs...)
 }
@@ -202,7 +229,7 @@ func readParsed(fsys fs.FS, p string, parse func([]byte) ([]int64, error)) Readi
 	}
 	vs, err := parse(data)
 	if err != nil {
-		return failed(p, fmt.Errorf("%s: %w", p, err))
+		return failed(p, err)
 	}
 	return ok(p, vs...)
 }
@@ -256,7 +283,8 @@ func readCPU(fsys fs.FS) CPU {
 		}
 	}
 	if c.Cores == 0 {
-		c.Why = "unknown: no CPU count could be read"
+		c.Why = fmt.Sprintf("unknown: online CPUs %s; cpuinfo %s; affinity %s",
+			c.Online.Describe(), c.CPUInfo.Describe(), c.Allowed.Describe())
 	}
 	return c
 }
@@ -276,7 +304,7 @@ func readMemory(fsys fs.FS) Memory {
 		m.Bytes, m.Why = l, "cgroup memory limit"
 	}
 	if m.Bytes == 0 {
-		m.Why = "unknown: neither MemTotal nor a cgroup limit could be read"
+		m.Why = "unknown: MemTotal " + m.Total.Describe() + "; no cgroup limit either"
 	}
 	return m
 }
@@ -315,7 +343,7 @@ func cgroupPaths(fsys fs.FS, controller string) (v2 string, v1 string, v1Mounts 
 	}
 	lines, err := parseCgroup(data)
 	if err != nil {
-		return "", "", v1Mounts, fmt.Errorf("proc/self/cgroup: %w", err)
+		return "", "", v1Mounts, err
 	}
 	for _, l := range lines {
 		if len(l.controllers) == 0 {
@@ -356,7 +384,7 @@ func tightest(found []limitFile, what string) Reading {
 		}
 	}
 	if best == nil {
-		return failed("", fmt.Errorf("%w: no cgroup %s limit file", ErrMissing, what))
+		return failed("", &HostError{Kind: ErrMissing, Detail: "no cgroup " + what + " limit file"})
 	}
 	return best.r
 }
@@ -432,18 +460,18 @@ func readV1Quota(fsys fs.FS, dir string) Reading {
 	}
 	q, err := parseCFSQuota(string(qd))
 	if err != nil {
-		return failed(qp, fmt.Errorf("%s: %w", qp, err))
+		return failed(qp, err)
 	}
 	pd, err := readFile(fsys, pp)
 	if err != nil {
 		if errors.Is(err, ErrMissing) { // quota without period: report, don't guess
-			err = fmt.Errorf("%w: %s exists but %s does not", ErrMalformed, qp, pp)
+			err = &HostError{Path: pp, Kind: ErrMalformed, Detail: "missing beside " + qp}
 		}
 		return failed(pp, err)
 	}
 	p, err := parseCFSPeriod(string(pd))
 	if err != nil {
-		return failed(pp, fmt.Errorf("%s: %w", pp, err))
+		return failed(pp, err)
 	}
 	return ok(qp, q, p)
 }

@@ -28,7 +28,10 @@ func malformed(what, text string) error {
 	if len(text) > maxQuote {
 		text = text[:maxQuote] + "..."
 	}
-	return fmt.Errorf("%w: %s: %q", ErrMalformed, what, text)
+	if text == "" {
+		return &HostError{Kind: ErrMalformed, Detail: what}
+	}
+	return &HostError{Kind: ErrMalformed, Detail: fmt.Sprintf("%s: %q", what, text)}
 }
 
 // parseInts parses exactly n whitespace-separated decimal integers, the shape
@@ -91,7 +94,7 @@ func countProcessors(data []byte) (int, error) {
 		return 0, malformed("unreadable cpuinfo: "+err.Error(), "")
 	}
 	if n == 0 {
-		return 0, malformed("no processor lines in cpuinfo", firstLine(data))
+		return 0, malformed("no processor lines in cpuinfo", "")
 	}
 	return n, nil
 }
@@ -127,7 +130,7 @@ func parseMeminfo(data []byte, key string) (int64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, malformed("unreadable meminfo: "+err.Error(), "")
 	}
-	return 0, malformed("no "+key+" line in meminfo", firstLine(data))
+	return 0, malformed("no "+key+" line in meminfo", "")
 }
 
 // parseLimit parses one /proc/self/limits cell: a number or "unlimited".
@@ -170,7 +173,7 @@ func parseNoFile(data []byte) (soft, hard int64, err error) {
 	if err := sc.Err(); err != nil {
 		return 0, 0, malformed("unreadable limits: "+err.Error(), "")
 	}
-	return 0, 0, malformed("no Max open files line in limits", firstLine(data))
+	return 0, 0, malformed("no Max open files line in limits", "")
 }
 
 // parseCPUsAllowed counts the CPUs in the Cpus_allowed_list line of
@@ -185,7 +188,7 @@ func parseCPUsAllowed(data []byte) (int, error) {
 	if err := sc.Err(); err != nil {
 		return 0, malformed("unreadable status: "+err.Error(), "")
 	}
-	return 0, malformed("no Cpus_allowed_list line in status", firstLine(data))
+	return 0, malformed("no Cpus_allowed_list line in status", "")
 }
 
 // parseCPUMax parses cgroup v2 cpu.max: "max 100000" or "150000 100000".
@@ -280,10 +283,4 @@ func parseCgroup(data []byte) ([]cgroupLine, error) {
 		return nil, malformed("unreadable cgroup: "+err.Error(), "")
 	}
 	return out, nil
-}
-
-// firstLine returns the first line of data, for quoting in errors.
-func firstLine(data []byte) string {
-	line, _, _ := bytes.Cut(data, []byte("\n"))
-	return string(line)
 }

@@ -76,14 +76,14 @@ func atLeast(h *Host, name string, need int64, reason, consequence string) (Sett
 // unread fills s.Current from r. It returns the first value and true when r
 // was read; otherwise it sets s.Verdict to unknown or malformed.
 func unread(r Reading, s *Setting) (int64, bool) {
+	s.Current = r.Describe()
 	switch r.Status {
 	case StatusOK:
-		s.Current = fmtInts(r.Values)
 		return r.Values[0], true
 	case StatusMalformed:
-		s.Verdict, s.Current = VerdictMalformed, "malformed: "+r.Error
+		s.Verdict = VerdictMalformed
 	default:
-		s.Verdict, s.Current = VerdictUnknown, "unknown: "+r.Error
+		s.Verdict = VerdictUnknown
 	}
 	return 0, false
 }
@@ -96,8 +96,10 @@ func Check(h Host, t Target, b Budgets) ([]Setting, []string) {
 	var warns []string
 	add := func(s Setting, w string) {
 		out = append(out, s)
-		if w == "" && (s.Verdict == VerdictUnknown || s.Verdict == VerdictMalformed) {
-			w = fmt.Sprintf("%s could not be checked (%s); check it by hand", s.Name, s.Current)
+		// A value that could not be read is a warning when the target needs
+		// something from it; advice without a need stays in the table.
+		if w == "" && s.Needed != "" && (s.Verdict == VerdictUnknown || s.Verdict == VerdictMalformed) {
+			w = fmt.Sprintf("%s could not be checked, %s; it must be %s", s.Name, s.Current, s.Needed)
 		}
 		if w != "" {
 			warns = append(warns, w)
@@ -269,7 +271,9 @@ func checkPortRange(h *Host, t Target) (Setting, string) {
 	s.Current += fmt.Sprintf(" (%d ports)", ports)
 	if ports < int64(t.Conns) {
 		s.Needed = fmt.Sprintf(">= %d ports, for a load generator on this host", t.Conns)
-		s.Commands = []string{fmt.Sprintf("sysctl -w %s=\"1024 65535\"", name)}
+		if r.Values[0] > 1024 || r.Values[1] < 65535 {
+			s.Commands = []string{fmt.Sprintf("sysctl -w %s=\"1024 65535\"", name)}
+		}
 		if int64(t.Conns) > 64512 {
 			s.Reason += "; beyond 64512 ports, spread the generator over several source addresses (127.0.0.2, ...)"
 		}
@@ -308,7 +312,8 @@ func checkFinTimeout(h *Host, t Target) (Setting, string) {
 	s.Needed = fmt.Sprintf("<= %d", need)
 	s.Commands = []string{fmt.Sprintf("sysctl -w %s=%d", name, need)}
 	s.Reason += fmt.Sprintf("; at %.0f new connections/s up to %.0f of them may linger, more than the %d live ones", t.ConnRatePerSec, lingering, t.Conns)
-	return s, ""
+	return s, fmt.Sprintf("%s is %d s: at -conn-rate %.0f/s up to %.0f orphaned sockets may wait in FIN-WAIT-2, more than the %d live connections",
+		name, v, t.ConnRatePerSec, lingering, t.Conns)
 }
 
 func checkKeepalive(h *Host) (Setting, string) {
@@ -321,7 +326,7 @@ func checkKeepalive(h *Host) (Setting, string) {
 		one := Setting{}
 		v, ok := unread(h.Sysctl(n), &one)
 		if !ok {
-			s.Verdict, s.Current = one.Verdict, n+": "+one.Current
+			s.Verdict, s.Current = one.Verdict, one.Current
 			return s, ""
 		}
 		vs[i] = v
