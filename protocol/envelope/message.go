@@ -46,8 +46,8 @@ const (
 	// TypeResponse carries the handler's outcome, successful or not.
 	TypeResponse Type = 2
 	// TypeReject says the server refused the request before running its
-	// handler (admission, parse error): no effect took place, so a reject is
-	// safe to retry whatever the method.
+	// handler (admission, parse error): no effect took place, so when the
+	// status is retryable the request may be retried whatever its method.
 	TypeReject Type = 3
 )
 
