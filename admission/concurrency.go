@@ -30,11 +30,11 @@ func (p Priority) String() string {
 	return fmt.Sprintf("priority(%d)", uint8(p))
 }
 
-// LimitConfig is one concurrency limit: Adaptive when set (Gradient2 behind
+// LimitConfig is one concurrency limit: Adaptive when set (Vegas behind
 // its MaxLimit ceiling), else Fixed when positive, else unlimited.
 type LimitConfig struct {
 	Fixed    int
-	Adaptive *Gradient2Config
+	Adaptive *VegasConfig
 }
 
 // ClassConfig is one class of work (a priority or a route the handler names)

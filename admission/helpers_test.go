@@ -1,0 +1,16 @@
+package admission
+
+import (
+	"net/netip"
+	"time"
+)
+
+// t0 is the start of every time table; tests pass t0 plus offsets, never the
+// real clock.
+var t0 = time.Unix(1_700_000_000, 0)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+const ms = time.Millisecond
+
+func netipMustParse(s string) netip.Addr { return netip.MustParseAddr(s) }
