@@ -177,7 +177,7 @@ func TestTenantRejectNewKeepsDebts(t *testing.T) {
 
 func TestTenantSweepDropsOnlyIdle(t *testing.T) {
 	l, _ := NewTenantLimiter(TenantConfig{Quota: Quota{Count: 10, Per: time.Second, Burst: 10}, IdleTTL: time.Second, Shards: 2})
-	l.AllowN(context.Background(), t0, []byte("idle"), 1)           // debt until t0+100ms
+	l.AllowN(context.Background(), t0, []byte("idle"), 1)            // debt until t0+100ms
 	l.AllowN(context.Background(), at(900*ms), []byte("active"), 10) // debt until t0+1.9s
 	if n := l.Sweep(at(1100*ms), 0); n != 1 {
 		t.Fatalf("swept %d at 1.1s, want 1 (idle)", n)

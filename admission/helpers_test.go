@@ -2,6 +2,7 @@ package admission
 
 import (
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -14,3 +15,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 const ms = time.Millisecond
 
 func netipMustParse(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func netipMustParseAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+func errEMFILE() error { return syscall.EMFILE }
