@@ -181,3 +181,24 @@ func TestStatusText(t *testing.T) {
 		}
 	}
 }
+
+func TestServeZeroAllocs(t *testing.T) {
+	var c http1.Codec
+	var req http1.Request
+	var dates http1.DateCache
+	in := bytes.Repeat([]byte(wrkPlaintext+"POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"), 4)
+	out := make([]byte, 0, 8<<10)
+	now := time.Unix(1_790_000_000, 0)
+	allocs := testing.AllocsPerRun(100, func() {
+		now = now.Add(time.Second)
+		var err error
+		if out, err = serve(c, in, &req, &dates, now, out[:0]); err != nil {
+			t.Fatal(err)
+		}
+		out = http1.AppendRetryAfter(out, 503, time.Second, true, dates.Value(now))
+		out = http1.AppendDecodeError(out, http1.ErrChunked, dates.Value(now))
+	})
+	if allocs != 0 {
+		t.Errorf("decode + parse + respond: %v allocs per run; want 0", allocs)
+	}
+}

@@ -156,6 +156,7 @@ var errorCases = []struct {
 	{"inline default limit", resp.Codec{}, strings.Repeat("a", resp.DefaultMaxInlineBytes+2), resp.ErrInlineTooLarge, protocol.ErrFrameTooLarge},
 	{"command too large, declared", resp.Codec{MaxCommandBytes: 20}, "*2\r\n$3\r\nGET\r\n$5\r\n", resp.ErrCommandTooLarge, protocol.ErrFrameTooLarge},
 	{"command too large, inline", resp.Codec{MaxCommandBytes: 5}, "PING\r\n", resp.ErrCommandTooLarge, protocol.ErrFrameTooLarge},
+	{"command too large, inline without newline", resp.Codec{MaxCommandBytes: 5}, "PINGPONG", resp.ErrCommandTooLarge, protocol.ErrFrameTooLarge},
 	{"negative limit", resp.Codec{MaxArgs: -1}, "PING\r\n", nil, protocol.ErrInvalidConfig},
 }
 
@@ -199,6 +200,9 @@ func TestLimitsAtTheBoundary(t *testing.T) {
 	}
 	if _, _, err := (resp.Codec{MaxCommandBytes: 12}).Decode([]byte(frame)); !errors.Is(err, resp.ErrCommandTooLarge) {
 		t.Errorf("MaxCommandBytes 12: %v", err)
+	}
+	if _, n, err := (resp.Codec{MaxCommandBytes: 6}).Decode([]byte("PING\r\n")); n != 6 || err != nil {
+		t.Errorf("inline at MaxCommandBytes: %d, %v", n, err)
 	}
 	// An inline line of exactly MaxInlineBytes waits for its newline.
 	if _, n, err := c.Decode([]byte("abcdef\r")); n != 0 || err != nil {

@@ -6,15 +6,21 @@ import "bytes"
 // split into arguments the way redis-server's sdssplitargs splits it.
 // n == 0 && err == nil means more input is needed.
 func scanInline(buf []byte, lim *limits, args [][]byte, collect bool) (n int, out [][]byte, err error) {
-	// The longest acceptable line is maxInline bytes plus "\r\n".
+	// The longest acceptable frame is a line of maxInline bytes plus
+	// "\r\n", or maxCmd bytes if that is less; without a '\n' in that
+	// many bytes the command can never fit.
+	limit, tooLarge := lim.maxInline+2, ErrInlineTooLarge
+	if lim.maxCmd < limit {
+		limit, tooLarge = lim.maxCmd, ErrCommandTooLarge
+	}
 	window := buf
-	if len(window) > lim.maxInline+2 {
-		window = window[:lim.maxInline+2]
+	if len(window) > limit {
+		window = window[:limit]
 	}
 	nl := bytes.IndexByte(window, '\n')
 	if nl < 0 {
-		if len(buf) >= lim.maxInline+2 {
-			return 0, args, ErrInlineTooLarge
+		if len(buf) >= limit {
+			return 0, args, tooLarge
 		}
 		return 0, args, nil
 	}
@@ -24,9 +30,6 @@ func scanInline(buf []byte, lim *limits, args [][]byte, collect bool) (n int, ou
 	}
 	if end > lim.maxInline {
 		return 0, args, ErrInlineTooLarge
-	}
-	if nl+1 > lim.maxCmd {
-		return 0, args, ErrCommandTooLarge
 	}
 	out, err = splitInline(buf[:end], args, collect, lim.maxArgs)
 	if err != nil {
