@@ -35,10 +35,6 @@ const (
 	// so it cannot flap on every close.
 	ConnsLowPercent = 90
 
-	// GlobalLowPercent puts the global queued-bytes low watermark at this
-	// percentage of the high one.
-	GlobalLowPercent = 75
-
 	// MinBudgetBytes and MaxBudgetBytes clamp the per-turn read and flush
 	// budgets: below 16 KiB a busy connection costs too many turns; above
 	// 256 KiB (about 100 us of copying) one fat connection holds up its
@@ -47,8 +43,18 @@ const (
 	MaxBudgetBytes = 256 << 10
 
 	// MinOutQueueBytes is the smallest per-connection out-queue byte budget:
-	// one page, so a reply of a few hundred bytes never hits ErrQueueFull.
-	MinOutQueueBytes = 4 << 10
+	// two pages, so a reply of a few hundred bytes never hits ErrQueueFull.
+	MinOutQueueBytes = 8 << 10
+
+	// MinReadBufferBytes is the engine's default per-loop read buffer
+	// (server.DefaultReadBufferBytes); tune only ever raises it.
+	MinReadBufferBytes = 64 << 10
+
+	// GateHighFraction and GateLowFraction are admission's default listen
+	// gate watermarks (admission.GateConfig.Watermark), as fractions of
+	// each global cap; tune quotes them to say where the gate moves.
+	GateHighFraction = 0.95
+	GateLowFraction  = 0.80
 
 	// MaxOutQueueMsgs caps the out-queue ring (ringq needs a power of two).
 	MaxOutQueueMsgs = 1 << 16
@@ -66,31 +72,39 @@ const (
 )
 
 // Budgets is the engine configuration tune proposes for a target on a host.
+// Field names follow server.Config and admission.GlobalBudgets.
 type Budgets struct {
 	// Loops is the number of event loops: one per usable core.
 	Loops int `json:"loops"`
-	// MaxConnsHigh closes the listen gate; MaxConnsLow reopens it.
-	MaxConnsHigh int `json:"max_conns_high"`
-	// MaxConnsLow is the low watermark of the connection budget.
+	// MaxConns is the connection budget: the listen gate closes there.
+	MaxConns int `json:"max_conns"`
+	// MaxConnsLow is its low watermark: the gate reopens there.
 	MaxConnsLow int `json:"max_conns_low"`
 	// OutQueueMsgs is the per-connection out-queue capacity in messages (a
-	// power of two).
+	// power of two); the engine pauses reading at half of it.
 	OutQueueMsgs int `json:"out_queue_msgs"`
 	// OutQueueBytes is the per-connection out-queue byte budget.
 	OutQueueBytes int `json:"out_queue_bytes"`
+	// OutQueueHighBytes pauses reading a connection; OutQueueLowBytes
+	// resumes it.
+	OutQueueHighBytes int `json:"out_queue_high_bytes"`
+	// OutQueueLowBytes is the low watermark of the out-queue bytes.
+	OutQueueLowBytes int `json:"out_queue_low_bytes"`
 	// ReadBudgetBytes is the most a loop reads from one connection per turn.
 	ReadBudgetBytes int `json:"read_budget_bytes"`
 	// FlushBudgetBytes is the most a loop writes to one connection per turn.
 	FlushBudgetBytes int `json:"flush_budget_bytes"`
-	// GlobalQueuedBytesHigh closes the gate when all connections together
-	// buffer this many bytes; 0 when the host's memory is unknown.
-	GlobalQueuedBytesHigh int64 `json:"global_queued_bytes_high"`
-	// GlobalQueuedBytesLow reopens it.
-	GlobalQueuedBytesLow int64 `json:"global_queued_bytes_low"`
+	// ReadBufferBytes is each loop's read buffer.
+	ReadBufferBytes int `json:"read_buffer_bytes"`
+	// MaxQueuedBytes is the global cap on bytes buffered inbound plus queued
+	// outbound over all connections (admission.GlobalBudgets); the gate
+	// closes at GateHighFraction of it and reopens at GateLowFraction. 0
+	// when the host's memory is unknown.
+	MaxQueuedBytes int64 `json:"max_queued_bytes"`
 	// Backlog is the listen backlog.
 	Backlog int `json:"backlog"`
-	// MemLimitBytes is the suggested GOMEMLIMIT: the memory share; 0 when
-	// the host's memory is unknown.
+	// MemLimitBytes is the suggested GOMEMLIMIT (and admission's
+	// MemoryLimitBytes): the memory share; 0 when memory is unknown.
 	MemLimitBytes int64 `json:"mem_limit_bytes"`
 	// NoFileNeeded is the RLIMIT_NOFILE the budgets need.
 	NoFileNeeded int64 `json:"nofile_needed"`
@@ -156,15 +170,19 @@ func Compute(h Host, t Target) (Budgets, error) {
 	p.loops(h)
 	p.perConn()
 	high := int64(t.Conns) + (int64(t.Conns)*ConnsHeadroomPercent+99)/100
-	p.why("MaxConnsHigh", "%d expected connections + %d%% headroom, so reconnects overlapping closes never shut the gate", t.Conns, ConnsHeadroomPercent)
+	p.why("MaxConns", "%d expected connections + %d%% headroom, so reconnects overlapping closes never shut the gate", t.Conns, ConnsHeadroomPercent)
 	mem, source := h.Memory.Bytes, h.Memory.Why
 	if t.MemBytes > 0 {
 		mem, source = t.MemBytes, "-mem-bytes"
 	}
 	high = p.memory(mem, source, high)
-	p.b.MaxConnsHigh = int(high)
+	p.b.MaxConns = int(high)
 	p.b.MaxConnsLow = int(high * ConnsLowPercent / 100)
-	p.why("MaxConnsLow", "%d%% of the high watermark, so the gate reopens only after a tenth of the connections have closed", ConnsLowPercent)
+	p.why("MaxConnsLow", "%d%% of MaxConns (the engine's default too), so the gate reopens only after a tenth of the connections have closed", ConnsLowPercent)
+	p.b.OutQueueHighBytes = p.b.OutQueueBytes / 2
+	p.b.OutQueueLowBytes = p.b.OutQueueHighBytes / 2
+	p.why("OutQueueHighBytes", "half of OutQueueBytes (the engine's default): reading pauses there, leaving the other half for the replies to one read")
+	p.why("OutQueueLowBytes", "half of the high watermark (the engine's default): reading resumes there, so a connection does not pause and resume on every flush")
 	p.backlog(high)
 	p.b.NoFileNeeded = high + FDReserve + int64(p.b.Loops)*FDsPerLoop
 	p.why("NoFileNeeded", "one descriptor per connection (%d), %d per loop and %d for everything else", high, FDsPerLoop, FDReserve)
@@ -193,13 +211,15 @@ func (p *planner) perConn() {
 	t := p.t
 	msgs := clamp(nextPow2(2*int64(t.InflightMsgs)), 4, MaxOutQueueMsgs)
 	p.b.OutQueueMsgs = int(msgs)
-	p.why("OutQueueMsgs", "twice the %d pipelined replies of one burst, so a slow reader's second burst still fits (a power of two for the ring)", t.InflightMsgs)
-	p.b.OutQueueBytes = int(max(nextPow2(msgs*int64(t.MsgBytes)), MinOutQueueBytes))
-	p.why("OutQueueBytes", "%d messages of %d bytes, rounded up to a power of two (at least %d)", msgs, t.MsgBytes, MinOutQueueBytes)
-	budget := int(clamp(nextPow2(t.burstBytes()), MinBudgetBytes, MaxBudgetBytes))
-	p.b.ReadBudgetBytes, p.b.FlushBudgetBytes = budget, budget
+	p.why("OutQueueMsgs", "twice the %d pipelined replies of one burst (a power of two for the ring): the engine pauses reading at half, that is after one burst", t.InflightMsgs)
+	budget := clamp(nextPow2(t.burstBytes()), MinBudgetBytes, MaxBudgetBytes)
+	p.b.ReadBudgetBytes, p.b.FlushBudgetBytes = int(budget), int(budget)
 	p.why("ReadBudgetBytes", "one pipelined burst (%d x %d bytes) in one read, clamped to %d..%d so one connection cannot starve its loop", t.InflightMsgs, t.MsgBytes, MinBudgetBytes, MaxBudgetBytes)
 	p.why("FlushBudgetBytes", "one burst of replies in one writev, with the same clamp as the read budget")
+	p.b.ReadBufferBytes = int(max(budget, MinReadBufferBytes))
+	p.why("ReadBufferBytes", "per loop: the engine's default %s, or the read budget if larger, so one read call can take a whole budget", fmtBytes(MinReadBufferBytes))
+	p.b.OutQueueBytes = int(max(nextPow2(msgs*int64(t.MsgBytes)), 2*budget, MinOutQueueBytes))
+	p.why("OutQueueBytes", "the larger of %d messages of %d bytes and twice the read budget (reading pauses at half, and the replies to one read must fit in the other half), a power of two", msgs, t.MsgBytes)
 }
 
 // memory splits the memory share: the runtime reserve and the loops' read
@@ -211,17 +231,17 @@ func (p *planner) memory(mem int64, source string, high int64) int64 {
 	t := p.t
 	if mem <= 0 {
 		p.warn("the host's memory is unknown; no global queued-bytes budget or GOMEMLIMIT is proposed (pass -mem-bytes to plan one)")
-		p.why("GlobalQueuedBytesHigh", "not proposed: memory unknown")
+		p.why("MaxQueuedBytes", "not proposed: memory unknown")
 		return high
 	}
 	share := int64(float64(mem) * t.MemShare)
 	p.b.MemLimitBytes = share
-	p.why("MemLimitBytes", "GOMEMLIMIT at the memory share, so the Go runtime collects harder before it crosses it")
-	shareWhy := fmt.Sprintf("%.0f%% of %s (%s)", t.MemShare*100, fmtBytes(mem), source)
-	avail := share - RuntimeReserveBytes - int64(p.b.Loops)*int64(p.b.ReadBudgetBytes)
+	p.why("MemLimitBytes", "GOMEMLIMIT (and admission's MemoryLimitBytes) at the memory share, so the Go runtime collects harder before it crosses it and the gate closes near it")
+	shareWhy := fmt.Sprintf("%.0f%% of %s, from %s", t.MemShare*100, fmtBytes(mem), source)
+	avail := share - RuntimeReserveBytes - int64(p.b.Loops)*int64(p.b.ReadBufferBytes)
 	if avail <= 0 {
 		p.warn("a %s share cannot even hold the runtime reserve of %s; no global queued-bytes budget is proposed (raise -mem-share or give the host more memory)", shareWhy, fmtBytes(RuntimeReserveBytes))
-		p.why("GlobalQueuedBytesHigh", "not proposed: the memory share is below the runtime reserve")
+		p.why("MaxQueuedBytes", "not proposed: the memory share is below the runtime reserve")
 		return high
 	}
 	// Socket buffers live in the kernel, outside the share, but in the same
@@ -234,34 +254,45 @@ func (p *planner) memory(mem int64, source string, high int64) int64 {
 	if fit := avail / 2 / connBytes; high > fit {
 		p.warn("a %s share holds about %d connections of %s each (with room left to queue bytes), not %d; max connections lowered to fit (raise -mem-share, lower -conns, or give the host more memory)",
 			shareWhy, fit, fmtBytes(connBytes), high)
-		p.why("MaxConnsHigh", "lowered to what memory holds: half of the %s share after the runtime reserve, at %s per connection", fmtBytes(share), fmtBytes(connBytes))
+		p.why("MaxConns", "lowered to what memory holds: half of the %s share after the runtime reserve, at %s per connection", fmtBytes(share), fmtBytes(connBytes))
 		high = max(fit, 1)
 	}
 	g := (avail - high*connBytes) / 2
-	p.why("GlobalQueuedBytesHigh", "half of what remains of the %s share (%s) after the runtime reserve (%s), the loops' read buffers and %s per connection; the other half is headroom for garbage between GCs",
-		fmtBytes(share), shareWhy, fmtBytes(RuntimeReserveBytes), fmtBytes(connBytes))
-	// The global budget must let at least 16 connections fill their
-	// out-queues, or a handful of slow readers would shut the gate.
-	if out := int64(p.b.OutQueueBytes); out > g/16 {
-		out = max(prevPow2(g/16), MinOutQueueBytes)
-		p.b.OutQueueBytes = int(out)
-		p.reasons["OutQueueBytes"] += fmt.Sprintf(", lowered to a sixteenth of the global budget (%s)", fmtBytes(out))
-		if 16*out > g {
-			p.warn("the global queued-bytes budget (%s) holds fewer than 16 full out-queues of %s: a few slow readers will shut the gate", fmtBytes(g), fmtBytes(out))
-		}
-	}
+	p.why("MaxQueuedBytes", "half of what remains of the %s share (%s) after the runtime reserve (%s), the loops' read buffers and %s per connection; the other half is headroom for garbage between GCs. The gate closes at %.0f%% of it and reopens at %.0f%% (admission's defaults)",
+		fmtBytes(share), shareWhy, fmtBytes(RuntimeReserveBytes), fmtBytes(connBytes), GateHighFraction*100, GateLowFraction*100)
+	p.capOutQueue(g)
 	// Queued bytes can never exceed every connection at its out-queue
-	// budget plus one partial inbound message: a global budget above that
-	// bound would never bind, so it is lowered to the bound.
+	// budget plus one partial inbound message: a cap above that bound would
+	// never bind, so it is lowered to the bound.
 	if reach := high * (int64(p.b.OutQueueBytes) + int64(t.MsgBytes)); g > reach {
-		p.why("GlobalQueuedBytesHigh", "the most all connections can queue: %d x (%s out-queue + one %d-byte partial message); the memory share would allow %s, so the per-connection budgets bind first",
-			high, fmtBytes(int64(p.b.OutQueueBytes)), t.MsgBytes, fmtBytes(g))
+		p.why("MaxQueuedBytes", "the most all connections can queue: %d x (%s out-queue + one %d-byte partial message); the memory share would allow %s, so the per-connection budgets bind first (the gate closes at %.0f%% of the cap)",
+			high, fmtBytes(int64(p.b.OutQueueBytes)), t.MsgBytes, fmtBytes(g), GateHighFraction*100)
 		g = reach
 	}
-	p.b.GlobalQueuedBytesHigh = g
-	p.b.GlobalQueuedBytesLow = g * GlobalLowPercent / 100
-	p.why("GlobalQueuedBytesLow", "%d%% of the high watermark, so the gate reopens only once a quarter of the queued bytes have drained", GlobalLowPercent)
+	p.b.MaxQueuedBytes = g
 	return high
+}
+
+// capOutQueue keeps the per-connection out-queue at most a sixteenth of the
+// global queued-bytes cap g, so a handful of slow readers cannot shut the
+// gate, lowering the read and flush budgets with it (the replies to one
+// read must fit in half the out-queue).
+func (p *planner) capOutQueue(g int64) {
+	out := int64(p.b.OutQueueBytes)
+	if out <= g/16 {
+		return
+	}
+	out = max(prevPow2(g/16), MinOutQueueBytes)
+	p.b.OutQueueBytes = int(out)
+	p.reasons["OutQueueBytes"] += fmt.Sprintf(", lowered to a sixteenth of MaxQueuedBytes (%s)", fmtBytes(out))
+	if 16*out > g {
+		p.warn("the global queued-bytes cap (%s) holds fewer than 16 full out-queues of %s: a few slow readers will shut the gate", fmtBytes(g), fmtBytes(out))
+	}
+	if budget := int(out / 2); p.b.ReadBudgetBytes > budget {
+		p.b.ReadBudgetBytes, p.b.FlushBudgetBytes = budget, budget
+		p.reasons["ReadBudgetBytes"] += fmt.Sprintf("; lowered to half the out-queue (%s)", fmtBytes(int64(budget)))
+		p.reasons["FlushBudgetBytes"] += fmt.Sprintf("; lowered to half the out-queue (%s)", fmtBytes(int64(budget)))
+	}
 }
 
 // backlog sizes the listen backlog for the connections that arrive while
@@ -276,5 +307,5 @@ func (p *planner) backlog(high int64) {
 }
 
 // budgetOrder is the order in which reasons are reported.
-var budgetOrder = []string{"Loops", "MaxConnsHigh", "MaxConnsLow", "OutQueueMsgs", "OutQueueBytes",
-	"ReadBudgetBytes", "FlushBudgetBytes", "GlobalQueuedBytesHigh", "GlobalQueuedBytesLow", "Backlog", "MemLimitBytes", "NoFileNeeded"}
+var budgetOrder = []string{"Loops", "MaxConns", "MaxConnsLow", "OutQueueMsgs", "OutQueueBytes", "OutQueueHighBytes", "OutQueueLowBytes",
+	"ReadBudgetBytes", "FlushBudgetBytes", "ReadBufferBytes", "MaxQueuedBytes", "Backlog", "MemLimitBytes", "NoFileNeeded"}

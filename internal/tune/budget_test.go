@@ -2,6 +2,7 @@ package tune
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,14 +39,13 @@ func TestComputeTable(t *testing.T) {
 		check  func(t *testing.T, b Budgets)
 	}{
 		{"watermarks and per-connection budgets", hostWith(2, 24<<30), nil, func(t *testing.T, b Budgets) {
-			want := Budgets{Loops: 2, MaxConnsHigh: 12500, MaxConnsLow: 11250, OutQueueMsgs: 32, OutQueueBytes: 4096,
-				ReadBudgetBytes: 16384, FlushBudgetBytes: 16384, Backlog: 2048, MemLimitBytes: 12 << 30,
+			want := Budgets{Loops: 2, MaxConns: 12500, MaxConnsLow: 11250, OutQueueMsgs: 32,
+				OutQueueBytes: 32768, OutQueueHighBytes: 16384, OutQueueLowBytes: 8192, // twice the read budget
+				ReadBudgetBytes: 16384, FlushBudgetBytes: 16384, ReadBufferBytes: 65536, Backlog: 2048, MemLimitBytes: 12 << 30,
 				NoFileNeeded: 12500 + FDReserve + 2*FDsPerLoop}
 			// Queued bytes are bounded by the per-connection budgets here.
-			want.GlobalQueuedBytesHigh = 12500 * (4096 + 128)
-			want.GlobalQueuedBytesLow = want.GlobalQueuedBytesHigh * 75 / 100
-			b.Reasons, b.Warnings = nil, nil
-			if b2 := b; !equalBudgets(b2, want) {
+			want.MaxQueuedBytes = 12500 * (32768 + 128)
+			if !equalBudgets(b, want) {
 				t.Errorf("budgets = %+v\nwant      %+v", b, want)
 			}
 		}},
@@ -54,8 +54,8 @@ func TestComputeTable(t *testing.T) {
 			func(t *testing.T, b Budgets) {
 				share := int64(512 << 20)
 				usable := share - RuntimeReserveBytes - 4*MaxBudgetBytes - 12500*(IdleConnBytes+4096)
-				if b.GlobalQueuedBytesHigh != usable/2 || b.GlobalQueuedBytesLow != usable/2*75/100 {
-					t.Errorf("global = %d/%d, want %d/%d", b.GlobalQueuedBytesHigh, b.GlobalQueuedBytesLow, usable/2, usable/2*75/100)
+				if b.MaxQueuedBytes != usable/2 {
+					t.Errorf("global = %d, want %d", b.MaxQueuedBytes, usable/2)
 				}
 				// 128 x 4 KiB = 512 KiB wanted, but a sixteenth of the global
 				// budget (about 10 MiB) is larger, so it stays.
@@ -69,40 +69,47 @@ func TestComputeTable(t *testing.T) {
 		{"per-connection queue capped by a small global budget", hostWith(1, 256<<20),
 			func(t Target) Target { t.Conns, t.MsgBytes, t.InflightMsgs = 100, 64<<10, 64; return t },
 			func(t *testing.T, b Budgets) {
-				limit := prevPow2(b.GlobalQueuedBytesHigh / 16)
+				limit := prevPow2(b.MaxQueuedBytes / 16)
 				if int64(b.OutQueueBytes) != limit {
 					t.Errorf("out-queue bytes %d, want a sixteenth of the global budget rounded down, %d", b.OutQueueBytes, limit)
+				}
+			}},
+		{"a small global budget lowers the read budget with the out-queue", hostWith(1, 140<<20),
+			func(t Target) Target { t.Conns, t.MsgBytes, t.InflightMsgs = 10, 64<<10, 64; return t },
+			func(t *testing.T, b Budgets) {
+				if b.OutQueueBytes != 128<<10 || b.ReadBudgetBytes != 64<<10 || b.FlushBudgetBytes != 64<<10 {
+					t.Errorf("out-queue %d, read %d, flush %d; want 128 KiB, 64 KiB, 64 KiB", b.OutQueueBytes, b.ReadBudgetBytes, b.FlushBudgetBytes)
 				}
 			}},
 		{"memory too small for the connections", hostWith(1, 256<<20),
 			func(t Target) Target { t.Conns = 200000; return t },
 			func(t *testing.T, b Budgets) {
-				if b.MaxConnsHigh >= 250000 || b.MaxConnsHigh <= 0 {
-					t.Errorf("max conns %d: want lowered to what 128 MiB holds", b.MaxConnsHigh)
+				if b.MaxConns >= 250000 || b.MaxConns <= 0 {
+					t.Errorf("max conns %d: want lowered to what 128 MiB holds", b.MaxConns)
 				}
 				connBytes := int64(IdleConnBytes + 128)
 				share := int64(128 << 20)
-				if used := int64(b.MaxConnsHigh)*connBytes + RuntimeReserveBytes; used > share {
-					t.Errorf("%d connections use %d bytes, more than the %d share", b.MaxConnsHigh, used, share)
+				if used := int64(b.MaxConns)*connBytes + RuntimeReserveBytes; used > share {
+					t.Errorf("%d connections use %d bytes, more than the %d share", b.MaxConns, used, share)
 				}
-				if b.MaxConnsLow >= b.MaxConnsHigh {
-					t.Errorf("low %d >= high %d", b.MaxConnsLow, b.MaxConnsHigh)
+				if b.MaxConnsLow >= b.MaxConns {
+					t.Errorf("low %d >= high %d", b.MaxConnsLow, b.MaxConns)
 				}
 				if !hasWarning(b.Warnings, "holds about") {
 					t.Errorf("no memory warning in %q", b.Warnings)
 				}
 			}},
 		{"share below the runtime reserve", hostWith(1, 64<<20), nil, func(t *testing.T, b Budgets) {
-			if b.GlobalQueuedBytesHigh != 0 || b.MemLimitBytes != 32<<20 || !hasWarning(b.Warnings, "cannot even hold the runtime reserve") {
-				t.Errorf("global %d, memlimit %d, warnings %q", b.GlobalQueuedBytesHigh, b.MemLimitBytes, b.Warnings)
+			if b.MaxQueuedBytes != 0 || b.MemLimitBytes != 32<<20 || !hasWarning(b.Warnings, "cannot even hold the runtime reserve") {
+				t.Errorf("global %d, memlimit %d, warnings %q", b.MaxQueuedBytes, b.MemLimitBytes, b.Warnings)
 			}
 		}},
 		{"memory unknown", hostWith(2, 0), nil, func(t *testing.T, b Budgets) {
-			if b.GlobalQueuedBytesHigh != 0 || b.MemLimitBytes != 0 || !hasWarning(b.Warnings, "memory is unknown") {
-				t.Errorf("global %d, memlimit %d, warnings %q", b.GlobalQueuedBytesHigh, b.MemLimitBytes, b.Warnings)
+			if b.MaxQueuedBytes != 0 || b.MemLimitBytes != 0 || !hasWarning(b.Warnings, "memory is unknown") {
+				t.Errorf("global %d, memlimit %d, warnings %q", b.MaxQueuedBytes, b.MemLimitBytes, b.Warnings)
 			}
-			if b.MaxConnsHigh != 12500 {
-				t.Errorf("max conns %d, want 12500", b.MaxConnsHigh)
+			if b.MaxConns != 12500 {
+				t.Errorf("max conns %d, want 12500", b.MaxConns)
 			}
 		}},
 		{"memory given by -mem-bytes", hostWith(2, 0),
@@ -149,7 +156,7 @@ func TestComputeTable(t *testing.T) {
 		{"one in flight", hostWith(2, 1<<30),
 			func(t Target) Target { t.InflightMsgs = 1; return t },
 			func(t *testing.T, b Budgets) {
-				if b.OutQueueMsgs != 4 || b.OutQueueBytes != MinOutQueueBytes || b.ReadBudgetBytes != MinBudgetBytes {
+				if b.OutQueueMsgs != 4 || b.OutQueueBytes != 2*MinBudgetBytes || b.ReadBudgetBytes != MinBudgetBytes {
 					t.Errorf("out-queue %d msgs %d bytes, read %d", b.OutQueueMsgs, b.OutQueueBytes, b.ReadBudgetBytes)
 				}
 			}},
@@ -173,10 +180,19 @@ func TestComputeTable(t *testing.T) {
 // checkInvariants holds for every plan.
 func checkInvariants(t *testing.T, b Budgets) {
 	t.Helper()
-	if b.MaxConnsLow > b.MaxConnsHigh || b.GlobalQueuedBytesLow > b.GlobalQueuedBytesHigh {
-		t.Errorf("a low watermark is above its high one: %+v", b)
+	if b.MaxConnsLow >= b.MaxConns && b.MaxConns > 1 {
+		t.Errorf("MaxConnsLow %d >= MaxConns %d", b.MaxConnsLow, b.MaxConns)
 	}
-	for _, v := range []int64{int64(b.OutQueueMsgs), int64(b.OutQueueBytes), int64(b.ReadBudgetBytes), int64(b.FlushBudgetBytes), int64(b.Backlog)} {
+	if !(0 < b.OutQueueLowBytes && b.OutQueueLowBytes < b.OutQueueHighBytes && b.OutQueueHighBytes <= b.OutQueueBytes) {
+		t.Errorf("out-queue watermarks out of order: %d < %d <= %d", b.OutQueueLowBytes, b.OutQueueHighBytes, b.OutQueueBytes)
+	}
+	if b.OutQueueBytes < 2*b.ReadBudgetBytes {
+		t.Errorf("out-queue %d cannot hold the replies to one read of %d above its high watermark", b.OutQueueBytes, b.ReadBudgetBytes)
+	}
+	if b.ReadBufferBytes < b.ReadBudgetBytes {
+		t.Errorf("read buffer %d below read budget %d", b.ReadBufferBytes, b.ReadBudgetBytes)
+	}
+	for _, v := range []int{b.OutQueueMsgs, b.ReadBudgetBytes, b.FlushBudgetBytes, b.Backlog} {
 		if v <= 0 {
 			t.Errorf("a budget is not positive: %+v", b)
 		}
@@ -184,26 +200,25 @@ func checkInvariants(t *testing.T, b Budgets) {
 	if b.OutQueueMsgs&(b.OutQueueMsgs-1) != 0 {
 		t.Errorf("out-queue msgs %d is not a power of two", b.OutQueueMsgs)
 	}
-	if b.NoFileNeeded <= int64(b.MaxConnsHigh) {
-		t.Errorf("nofile %d does not cover %d connections", b.NoFileNeeded, b.MaxConnsHigh)
+	if b.NoFileNeeded <= int64(b.MaxConns) {
+		t.Errorf("nofile %d does not cover %d connections", b.NoFileNeeded, b.MaxConns)
+	}
+	if b.MemLimitBytes > 0 && b.MaxQueuedBytes > b.MemLimitBytes {
+		t.Errorf("queued-bytes cap %d above the memory share %d", b.MaxQueuedBytes, b.MemLimitBytes)
 	}
 	if len(b.Reasons) == 0 {
 		t.Errorf("no reasons")
 	}
 	for _, r := range b.Reasons {
-		if r.Why == "" {
-			t.Errorf("empty reason for %s", r.Name)
+		if r.Why == "" || budgetValue(b, r.Name) == "?" {
+			t.Errorf("reason for %s is empty or names no budget", r.Name)
 		}
 	}
 }
 
 func equalBudgets(a, b Budgets) bool {
 	a.Reasons, b.Reasons, a.Warnings, b.Warnings = nil, nil, nil, nil
-	return a.Loops == b.Loops && a.MaxConnsHigh == b.MaxConnsHigh && a.MaxConnsLow == b.MaxConnsLow &&
-		a.OutQueueMsgs == b.OutQueueMsgs && a.OutQueueBytes == b.OutQueueBytes &&
-		a.ReadBudgetBytes == b.ReadBudgetBytes && a.FlushBudgetBytes == b.FlushBudgetBytes &&
-		a.GlobalQueuedBytesHigh == b.GlobalQueuedBytesHigh && a.GlobalQueuedBytesLow == b.GlobalQueuedBytesLow &&
-		a.Backlog == b.Backlog && a.MemLimitBytes == b.MemLimitBytes && a.NoFileNeeded == b.NoFileNeeded
+	return reflect.DeepEqual(a, b)
 }
 
 func hasWarning(ws []string, sub string) bool {

@@ -56,72 +56,81 @@ func fmtInts(vs []int64) string {
 	return strings.Join(s, " ")
 }
 
-// EchoFlagNames maps Budgets fields to cmd/echo flag names. The global
-// queued-bytes flags belong to the admission work on cmd/echo.
+// EchoFlagNames maps Budgets fields to cmd/echo flag names. MaxQueuedBytes
+// is the admission work's flag, which cmd/echo does not have yet.
 var EchoFlagNames = struct {
-	Loops, MaxConns, MaxConnsLow, OutQueueMsgs, OutQueueBytes, ReadBudget, FlushBudget,
-	GlobalHigh, GlobalLow, Backlog string
+	Loops, MaxConns, OutQueueMsgs, OutQueueBytes, ReadBudget, FlushBudget, MaxQueuedBytes string
 }{
-	Loops:         "loops",
-	MaxConns:      "max-conns",
-	MaxConnsLow:   "max-conns-low",
-	OutQueueMsgs:  "out-queue-msgs",
-	OutQueueBytes: "out-queue-bytes",
-	ReadBudget:    "read-budget",
-	FlushBudget:   "flush-budget",
-	GlobalHigh:    "global-queued-bytes-high",
-	GlobalLow:     "global-queued-bytes-low",
-	Backlog:       "backlog",
+	Loops:          "loops",
+	MaxConns:       "max-conns",
+	OutQueueMsgs:   "out-queue-msgs",
+	OutQueueBytes:  "out-queue-bytes",
+	ReadBudget:     "read-budget",
+	FlushBudget:    "flush-budget",
+	MaxQueuedBytes: "max-queued-bytes",
 }
 
 func echoFlags(b Budgets) []Flag {
 	n := EchoFlagNames
 	i := strconv.Itoa
 	fs := []Flag{
-		{n.Loops, i(b.Loops)},
-		{n.MaxConns, i(b.MaxConnsHigh)},
-		{n.MaxConnsLow, i(b.MaxConnsLow)},
-		{n.OutQueueMsgs, i(b.OutQueueMsgs)},
-		{n.OutQueueBytes, i(b.OutQueueBytes)},
-		{n.ReadBudget, i(b.ReadBudgetBytes)},
-		{n.FlushBudget, i(b.FlushBudgetBytes)},
+		{Name: n.Loops, Value: i(b.Loops)},
+		{Name: n.MaxConns, Value: i(b.MaxConns)},
+		{Name: n.OutQueueMsgs, Value: i(b.OutQueueMsgs)},
+		{Name: n.OutQueueBytes, Value: i(b.OutQueueBytes)},
+		{Name: n.ReadBudget, Value: i(b.ReadBudgetBytes)},
+		{Name: n.FlushBudget, Value: i(b.FlushBudgetBytes)},
 	}
-	if b.GlobalQueuedBytesHigh > 0 {
-		fs = append(fs,
-			Flag{n.GlobalHigh, strconv.FormatInt(b.GlobalQueuedBytesHigh, 10)},
-			Flag{n.GlobalLow, strconv.FormatInt(b.GlobalQueuedBytesLow, 10)})
+	if b.MaxQueuedBytes > 0 {
+		fs = append(fs, Flag{Name: n.MaxQueuedBytes, Value: strconv.FormatInt(b.MaxQueuedBytes, 10), Pending: true})
 	}
-	return append(fs, Flag{n.Backlog, i(b.Backlog)})
+	return fs
 }
 
-// configLiteral prints the budgets as a gofmt-aligned server.Config literal.
-func configLiteral(b Budgets) string {
-	fields := [][2]string{
-		{"Loops", strconv.Itoa(b.Loops)},
-		{"MaxConns", strconv.Itoa(b.MaxConnsHigh)},
-		{"MaxConnsLow", strconv.Itoa(b.MaxConnsLow)},
-		{"OutQueueMsgs", strconv.Itoa(b.OutQueueMsgs)},
-		{"OutQueueBytes", strconv.Itoa(b.OutQueueBytes)},
-		{"ReadBudgetBytes", strconv.Itoa(b.ReadBudgetBytes)},
-		{"FlushBudgetBytes", strconv.Itoa(b.FlushBudgetBytes)},
-		{"Backlog", strconv.Itoa(b.Backlog)},
-	}
-	if b.GlobalQueuedBytesHigh > 0 {
-		fields = append(fields,
-			[2]string{"GlobalQueuedBytesHigh", strconv.FormatInt(b.GlobalQueuedBytesHigh, 10)},
-			[2]string{"GlobalQueuedBytesLow", strconv.FormatInt(b.GlobalQueuedBytesLow, 10)})
-	}
+// literal prints a gofmt-aligned composite literal of type typ.
+func literal(typ string, fields [][2]string) string {
 	width := 0
 	for _, f := range fields {
 		width = max(width, len(f[0]))
 	}
 	var sb strings.Builder
-	sb.WriteString("server.Config{\n")
+	sb.WriteString(typ + "{\n")
 	for _, f := range fields {
 		fmt.Fprintf(&sb, "\t%s:%s%s,\n", f[0], strings.Repeat(" ", width-len(f[0])+1), f[1])
 	}
 	sb.WriteString("}")
 	return sb.String()
+}
+
+// configLiteral prints the engine budgets as a server.Config literal.
+func configLiteral(b Budgets) string {
+	i := strconv.Itoa
+	return literal("server.Config", [][2]string{
+		{"Loops", i(b.Loops)},
+		{"Backlog", i(b.Backlog)},
+		{"MaxConns", i(b.MaxConns)},
+		{"MaxConnsLow", i(b.MaxConnsLow)},
+		{"ReadBufferBytes", i(b.ReadBufferBytes)},
+		{"ReadBudgetBytes", i(b.ReadBudgetBytes)},
+		{"FlushBudgetBytes", i(b.FlushBudgetBytes)},
+		{"OutQueueMsgs", i(b.OutQueueMsgs)},
+		{"OutQueueBytes", i(b.OutQueueBytes)},
+		{"OutQueueHighBytes", i(b.OutQueueHighBytes)},
+		{"OutQueueLowBytes", i(b.OutQueueLowBytes)},
+	})
+}
+
+// admissionLiteral prints the global budgets as an admission.GlobalBudgets
+// literal, or "" when memory is unknown.
+func admissionLiteral(b Budgets) string {
+	if b.MaxQueuedBytes <= 0 {
+		return ""
+	}
+	return literal("admission.GlobalBudgets", [][2]string{
+		{"MaxConns", strconv.Itoa(b.MaxConns)},
+		{"MaxQueuedBytes", strconv.FormatInt(b.MaxQueuedBytes, 10)},
+		{"MemoryLimitBytes", strconv.FormatInt(b.MemLimitBytes, 10)},
+	})
 }
 
 // WriteJSON writes r as indented JSON.
@@ -183,10 +192,23 @@ func WriteText(w io.Writer, r Report) error {
 		e.printf("%s ", env)
 	}
 	e.printf("go run ./cmd/echo")
+	var pending []string
 	for _, f := range r.EchoFlags {
+		if f.Pending {
+			pending = append(pending, "-"+f.Name+" "+f.Value)
+			continue
+		}
 		e.printf(" -%s %s", f.Name, f.Value)
 	}
-	e.printf("\n\nserver.Config\n  %s\n", strings.ReplaceAll(r.Config, "\n", "\n  "))
+	e.printf("\n")
+	if len(pending) > 0 {
+		e.printf("  once cmd/echo has the admission flags, add: %s\n", strings.Join(pending, " "))
+	}
+	e.printf("  (cmd/echo keeps Backlog, ReadBufferBytes, MaxConnsLow and the out-queue watermarks at the engine's defaults; embed the literals below to set them)\n")
+	e.printf("\nGo\n  %s\n", strings.ReplaceAll(r.Config, "\n", "\n  "))
+	if r.Admission != "" {
+		e.printf("  %s\n", strings.ReplaceAll(r.Admission, "\n", "\n  "))
+	}
 
 	e.printf("\nKernel and process limits\n")
 	if e.err == nil {
@@ -233,25 +255,30 @@ func writeCommands(e *errWriter, ss []Setting, limiting bool, title string) {
 
 func budgetValue(b Budgets, name string) string {
 	i := strconv.Itoa
+	bytes := func(n int) string { return fmtBytes(int64(n)) }
 	switch name {
 	case "Loops":
 		return i(b.Loops)
-	case "MaxConnsHigh":
-		return i(b.MaxConnsHigh)
+	case "MaxConns":
+		return i(b.MaxConns)
 	case "MaxConnsLow":
 		return i(b.MaxConnsLow)
 	case "OutQueueMsgs":
 		return i(b.OutQueueMsgs)
 	case "OutQueueBytes":
-		return fmtBytes(int64(b.OutQueueBytes))
+		return bytes(b.OutQueueBytes)
+	case "OutQueueHighBytes":
+		return bytes(b.OutQueueHighBytes)
+	case "OutQueueLowBytes":
+		return bytes(b.OutQueueLowBytes)
 	case "ReadBudgetBytes":
-		return fmtBytes(int64(b.ReadBudgetBytes))
+		return bytes(b.ReadBudgetBytes)
 	case "FlushBudgetBytes":
-		return fmtBytes(int64(b.FlushBudgetBytes))
-	case "GlobalQueuedBytesHigh":
-		return orDash(fmtBytesIf(b.GlobalQueuedBytesHigh))
-	case "GlobalQueuedBytesLow":
-		return orDash(fmtBytesIf(b.GlobalQueuedBytesLow))
+		return bytes(b.FlushBudgetBytes)
+	case "ReadBufferBytes":
+		return bytes(b.ReadBufferBytes)
+	case "MaxQueuedBytes":
+		return orDash(fmtBytesIf(b.MaxQueuedBytes))
 	case "Backlog":
 		return i(b.Backlog)
 	case "MemLimitBytes":

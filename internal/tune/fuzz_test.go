@@ -97,7 +97,7 @@ func FuzzPlan(f *testing.F) {
 			return
 		}
 		b := r.Budgets
-		if b.MaxConnsLow > b.MaxConnsHigh || b.GlobalQueuedBytesLow > b.GlobalQueuedBytesHigh || b.Loops < 1 || b.Backlog < MinBacklog {
+		if b.MaxConnsLow > b.MaxConns || b.OutQueueLowBytes >= b.OutQueueHighBytes || b.OutQueueBytes < 2*b.ReadBudgetBytes || b.Loops < 1 || b.Backlog < MinBacklog {
 			t.Fatalf("bad budgets %+v", b)
 		}
 		if err := WriteText(io.Discard, r); err != nil {

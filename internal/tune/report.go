@@ -14,8 +14,11 @@ type Report struct {
 	Env []string `json:"env,omitempty"`
 	// EchoFlags are the budgets as cmd/echo flags, in order.
 	EchoFlags []Flag `json:"echo_flags"`
-	// Config is the budgets as a Go server.Config composite literal.
+	// Config is the engine budgets as a Go server.Config composite literal.
 	Config string `json:"server_config"`
+	// Admission is the global budgets as an admission.GlobalBudgets
+	// literal; "" when memory is unknown.
+	Admission string `json:"admission_global_budgets,omitempty"`
 	// Settings are the kernel and process limits checked.
 	Settings []Setting `json:"settings"`
 	// Warnings lists every place the host, as it is, falls short of the
@@ -31,6 +34,9 @@ type Flag struct {
 	Name string `json:"name"`
 	// Value is the flag's value as it is typed.
 	Value string `json:"value"`
+	// Pending marks a flag cmd/echo does not have yet (the admission
+	// work's global budget flags).
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Plan reads nothing: it turns a host already read (ReadHost) and a target
@@ -46,6 +52,7 @@ func Plan(h Host, t Target) (Report, error) {
 	}
 	r.EchoFlags = echoFlags(b)
 	r.Config = configLiteral(b)
+	r.Admission = admissionLiteral(b)
 	settings, warns := Check(h, t, b)
 	r.Settings = settings
 	r.Warnings = append(append([]string{}, b.Warnings...), warns...)

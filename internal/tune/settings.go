@@ -156,7 +156,7 @@ func checkNoFile(h *Host, b Budgets) (Setting, string) {
 	s.Verdict = VerdictRaise
 	s.Commands = cmds
 	w := fmt.Sprintf("RLIMIT_NOFILE soft limit %d is below the %d descriptors the target needs: accepts hit EMFILE at about %d connections",
-		soft, need, max(0, soft-(need-int64(b.MaxConnsHigh))))
+		soft, need, max(0, soft-(need-int64(b.MaxConns))))
 	if hard < need {
 		w += fmt.Sprintf("; the hard limit (%d) must be raised too, which takes root", hard)
 	}
@@ -231,12 +231,12 @@ func checkSockBuf(h *Host, name string, t Target, dir string) (Setting, string) 
 
 func checkTCPMem(h *Host, t Target, b Budgets) (Setting, string) {
 	const name = "net.ipv4.tcp_mem"
-	needBytes := int64(b.MaxConnsHigh) * 2 * t.burstBytes()
+	needBytes := int64(b.MaxConns) * 2 * t.burstBytes()
 	needPages := (needBytes + pageBytes - 1) / pageBytes
 	r := h.Sysctl(name)
 	s := Setting{Name: name, Needed: fmt.Sprintf("pressure >= %d pages (%s)", needPages, fmtBytes(needBytes)),
 		Reason: fmt.Sprintf("kernel memory for all TCP sockets, in %d-byte pages (min, pressure, max); above pressure the kernel shrinks buffers, at max it drops data. "+
-			"The target needs room for every connection to hold one burst each way (%d x 2 x %s)", pageBytes, b.MaxConnsHigh, fmtBytes(t.burstBytes()))}
+			"The target needs room for every connection to hold one burst each way (%d x 2 x %s)", pageBytes, b.MaxConns, fmtBytes(t.burstBytes()))}
 	if _, ok := unread(r, &s); !ok {
 		return s, ""
 	}
