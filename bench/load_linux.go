@@ -26,10 +26,12 @@ type windowSample struct {
 	errs   []error
 }
 
+// takeSample reads the counters, the process ones around the clock reading
+// so that a preemption while sampling skews the window as little as possible.
 func takeSample(serverPID int) windowSample {
-	s := windowSample{at: time.Now()}
+	var s windowSample
 	var err error
-	if s.client, err = ReadProcCounters(os.Getpid()); err != nil {
+	if s.cores, err = ReadCoreTicks(); err != nil {
 		s.errs = append(s.errs, err)
 	}
 	if serverPID > 0 {
@@ -37,7 +39,8 @@ func takeSample(serverPID int) windowSample {
 			s.errs = append(s.errs, err)
 		}
 	}
-	if s.cores, err = ReadCoreTicks(); err != nil {
+	s.at = time.Now()
+	if s.client, err = ReadProcCounters(os.Getpid()); err != nil {
 		s.errs = append(s.errs, err)
 	}
 	return s
@@ -271,8 +274,12 @@ func fillUsage(res *LoadResult, cfg *LoadConfig, before, after windowSample) {
 			continue
 		}
 		cu := CoreUsage{CPU: c, Role: roles[c]}
-		cu.Busy = float64(a.Busy-b.Busy) / clockTicksPerSec / wall
-		cu.Steal = float64(a.Steal-b.Steal) / clockTicksPerSec / wall
+		// A core's own total (idle included) is the elapsed time as that core
+		// counted it, immune to this process being preempted while sampling.
+		if total := a.Total - b.Total; total > 0 {
+			cu.Busy = float64(a.Busy-b.Busy) / float64(total)
+			cu.Steal = float64(a.Steal-b.Steal) / float64(total)
+		}
 		if res.Msgs > 0 {
 			cu.MicrosPerMsg = float64(a.Busy-b.Busy) / clockTicksPerSec * 1e6 / float64(res.Msgs) * (res.WindowSec / wall)
 		}

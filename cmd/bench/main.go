@@ -3,6 +3,7 @@
 //	bench compare [flags]   run the comparison matrix (sluice, gnet, net) and write the report
 //	bench load [flags]      run one load test against any server
 //	bench peer [flags]      run a peer echo server (gnet, net, trivial)
+//	bench render [flags]    re-render the markdown and charts of a saved report.json
 //
 // Run "bench <command> -h" for the flags of each command. make bench runs
 // "go run ./cmd/bench compare".
@@ -31,6 +32,8 @@ func main() {
 		err = runLoad(ctx, os.Args[2:])
 	case "peer":
 		err = runPeer(ctx, os.Args[2:])
+	case "render":
+		err = runRender(os.Args[2:])
 	case "-h", "-help", "--help", "help":
 		usage()
 		return
@@ -52,6 +55,7 @@ commands:
   compare   run the comparison matrix (sluice cmd/echo, gnet, net) and write the report
   load      run one load test (closed or open loop) against a server
   peer      run a peer echo server: gnet, net, or trivial (for the generator's ceiling)
+  render    re-render report.md and the charts from a saved report.json
 
 "bench <command> -h" lists a command's flags.
 `)

@@ -19,5 +19,18 @@ func runPeer(ctx context.Context, args []string) error {
 	loops := fs.Int("loops", 0, "event loops of the gnet and trivial servers (0: GOMAXPROCS)")
 	_ = fs.Parse(args)
 	cfg := peers.Config{Kind: peers.Kind(*kind), Codec: *codec, Addr: *addr, Loops: *loops}
-	return peers.Serve(ctx, cfg, func(a net.Addr) { fmt.Printf("listening on %s\n", a) })
+	done := make(chan error, 1)
+	go func() {
+		done <- peers.Serve(ctx, cfg, func(a net.Addr) { fmt.Printf("listening on %s\n", a) })
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// A peer is a process of its own, started and stopped by the
+		// comparison runner: on SIGINT/SIGTERM it exits at once rather than
+		// wait for a graceful shutdown (gnet's Engine.Stop polls every
+		// 500 ms), which would only slow the runs down.
+		return nil
+	}
 }
