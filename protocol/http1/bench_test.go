@@ -87,3 +87,18 @@ func BenchmarkAppendResponse(b *testing.B) {
 		out = http1.AppendResponse(out[:0], 200, "text/plain", hello, true, date)
 	}
 }
+
+// BenchmarkDecodeRequestPlaintext: framing and parsing in one pass, the
+// alternative to Decode + Parse.
+func BenchmarkDecodeRequestPlaintext(b *testing.B) {
+	var c http1.Codec
+	var req http1.Request
+	in := []byte(wrkPlaintext)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for i := 0; i < b.N; i++ {
+		if n, err := c.DecodeRequest(in, &req); n != len(in) || err != nil {
+			b.Fatal(n, err)
+		}
+	}
+}

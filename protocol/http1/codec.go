@@ -107,6 +107,22 @@ func (c Codec) Decode(buf []byte) (frame []byte, n int, err error) {
 	return buf[:n:n], n, nil
 }
 
+// DecodeRequest is Decode and Parse in one pass: it frames the first
+// request in buf, with the codec's limits, and fills req from it. It returns
+// the bytes consumed; n == 0 && err == nil means more input is needed (req
+// then holds partial results). Every slice in req aliases buf. It does not
+// allocate. A nil req is an error.
+func (c Codec) DecodeRequest(buf []byte, req *Request) (n int, err error) {
+	lim, err := c.limits()
+	if err != nil {
+		return 0, err
+	}
+	if req == nil {
+		return 0, errNilRequest
+	}
+	return parseInto(buf, &lim, req)
+}
+
 // AppendEncode appends frame unchanged: a request frame from Decode is
 // already in wire form (a proxy or a test client can send it on). Responses
 // are written with AppendResponse and its relatives, not with AppendEncode.
@@ -125,12 +141,7 @@ func Parse(frame []byte, req *Request) error {
 	if req == nil {
 		return errNilRequest
 	}
-	prev := req.NumHeaders
-	req.Host, req.Body, req.ContentLength, req.KeepAlive = nil, nil, 0, false
-	n, err := parse(frame, &parseLimits, req)
-	if req.NumHeaders < prev {
-		clear(req.Headers[req.NumHeaders:prev])
-	}
+	n, err := parseInto(frame, &parseLimits, req)
 	switch {
 	case err != nil:
 		return err
@@ -140,6 +151,18 @@ func Parse(frame []byte, req *Request) error {
 		return ErrTrailingBytes
 	}
 	return nil
+}
+
+// parseInto is parse into a reused Request: it clears what the previous
+// request left that this one may not overwrite.
+func parseInto(buf []byte, lim *limits, req *Request) (int, error) {
+	prev := req.NumHeaders
+	req.Host, req.Body, req.ContentLength, req.KeepAlive = nil, nil, 0, false
+	n, err := parse(buf, lim, req)
+	if req.NumHeaders < prev {
+		clear(req.Headers[req.NumHeaders:prev])
+	}
+	return n, err
 }
 
 // parse frames (and, with req, fills) the request at the start of buf.

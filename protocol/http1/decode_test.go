@@ -1,6 +1,7 @@
 package http1_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -108,6 +109,11 @@ func TestDecodeParseValid(t *testing.T) {
 			t.Fatalf("%d %s: Parse: %v", i, tc.name, err)
 		}
 		check(t, i, tc.name, &req, tc.want)
+		var one http1.Request
+		if n, err := c.DecodeRequest(buf, &one); err != nil || n != len(tc.in) {
+			t.Fatalf("%d %s: DecodeRequest = %d, %v", i, tc.name, n, err)
+		}
+		check(t, i, tc.name+" (DecodeRequest)", &one, tc.want)
 		for j := req.NumHeaders; j < http1.MaxHeaders; j++ {
 			if req.Headers[j].Name != nil || req.Headers[j].Value != nil {
 				t.Errorf("%d %s: stale header slot %d", i, tc.name, j)
@@ -159,6 +165,9 @@ func TestHeaderAccess(t *testing.T) {
 	}
 	if err := http1.Parse(frame, nil); err == nil {
 		t.Error("Parse with a nil Request succeeded")
+	}
+	if _, err := (http1.Codec{}).DecodeRequest(frame, nil); err == nil {
+		t.Error("DecodeRequest with a nil Request succeeded")
 	}
 }
 
@@ -238,6 +247,10 @@ func TestDecodeErrors(t *testing.T) {
 		}
 		if !strings.HasPrefix(err.Error(), "sluice: ") {
 			t.Errorf("%d %s: message %q lacks the sluice: prefix", i, tc.name, err)
+		}
+		var req http1.Request
+		if n, err2 := tc.codec.DecodeRequest([]byte(tc.in), &req); n != 0 || err2 != err {
+			t.Errorf("%d %s: DecodeRequest = %d, %v; want %v", i, tc.name, n, err2, err)
 		}
 		var e *http1.Error
 		if errors.As(err, &e) {
@@ -347,7 +360,7 @@ var pipeline = []struct {
 
 func drain(t *testing.T, c http1.Codec, in *[]byte, got *[]want) {
 	t.Helper()
-	var req http1.Request
+	var req, one http1.Request
 	for {
 		frame, n, err := c.Decode(*in)
 		if err != nil {
@@ -358,6 +371,9 @@ func drain(t *testing.T, c http1.Codec, in *[]byte, got *[]want) {
 		}
 		if err := http1.Parse(frame, &req); err != nil {
 			t.Fatalf("Parse(%q): %v", frame, err)
+		}
+		if m, err := c.DecodeRequest(*in, &one); m != n || err != nil || one.KeepAlive != req.KeepAlive || !bytes.Equal(one.Body, req.Body) {
+			t.Fatalf("DecodeRequest(%q) = %d, %v; Decode gave %d", *in, m, err, n)
 		}
 		*got = append(*got, want{string(req.Method), string(req.Target), string(req.Path), string(req.Query),
 			req.ProtoMinor, req.KeepAlive, string(req.Host), string(req.Body), req.NumHeaders})

@@ -4,7 +4,8 @@
 // It owns the wire format of one direction each way: framing requests
 // (Codec: request line, header fields, Content-Length bodies, bounded by
 // MaxHeaderBytes, MaxHeaderCount and MaxBodyBytes), parsing a frame into a
-// Request whose fields alias the frame (Parse), and writing responses into
+// Request whose fields alias the frame (Parse, or DecodeRequest for both in
+// one pass), and writing responses into
 // a caller's buffer (AppendResponse, Request.AppendResponse, AppendError,
 // AppendDecodeError, AppendRetryAfter) with a once-per-second Date value
 // (DateCache). Pipelined requests decode one per call. Nothing on the

@@ -85,6 +85,10 @@ func FuzzHTTPDecode(f *testing.F) {
 					!(errors.Is(err, protocol.ErrMalformed) || errors.Is(err, protocol.ErrFrameTooLarge)) {
 					t.Fatalf("error %v is not a framing *Error", err)
 				}
+				var one http1.Request
+				if m, err2 := c.DecodeRequest(in, &one); m != 0 || err2 != err {
+					t.Fatalf("Decode: %v; DecodeRequest: %d, %v", err, m, err2)
+				}
 				more := append(append([]byte(nil), in...), "\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n"...)
 				if _, _, err2 := c.Decode(more); err2 == nil {
 					t.Fatalf("Decode(%q) = %v but more input repaired it", in, err)
@@ -102,6 +106,11 @@ func FuzzHTTPDecode(f *testing.F) {
 			}
 			if err := http1.Parse(frame, &req); err != nil {
 				t.Fatalf("Parse(%q) after Decode: %v", frame, err)
+			}
+			var one http1.Request
+			if m, err := c.DecodeRequest(in, &one); err != nil || m != n || one.NumHeaders != req.NumHeaders ||
+				!bytes.Equal(one.Target, req.Target) || !bytes.Equal(one.Body, req.Body) || one.KeepAlive != req.KeepAlive {
+				t.Fatalf("DecodeRequest = %d, %v; Decode+Parse gave %d", m, err, n)
 			}
 			body := int64(len(req.Body))
 			if head := n - len(req.Body); head > maxHead || body > maxBody || req.NumHeaders > maxCount {
