@@ -5,10 +5,9 @@
 // (Codec: request line, header fields, Content-Length bodies, bounded by
 // MaxHeaderBytes, MaxHeaderCount and MaxBodyBytes), parsing a frame into a
 // Request whose fields alias the frame (Parse, or DecodeRequest for both in
-// one pass), and writing responses into
-// a caller's buffer (AppendResponse, Request.AppendResponse, AppendError,
-// AppendDecodeError, AppendRetryAfter) with a once-per-second Date value
-// (DateCache). Pipelined requests decode one per call. Nothing on the
+// one pass), and writing responses into a caller's buffer (AppendResponse,
+// Request.AppendResponse, AppendError, AppendDecodeError, AppendRetryAfter)
+// with a once-per-second Date value (DateCache). Pipelined requests decode one per call. Nothing on the
 // steady path allocates.
 //
 // It refuses to own routing, connections, timeouts, TLS and policy, and it
