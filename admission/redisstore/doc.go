@@ -1,0 +1,29 @@
+// Package redisstore holds the Redis backends of package admission: an
+// idempotency Store shared by every process that talks to one Redis, and a
+// GCRA tenant limiter whose quota a fleet of servers shares.
+//
+// It owns the Redis data layout (one string per idempotency key, one string
+// per tenant), the Lua scripts that make check-and-set atomic, and the
+// binary record format of a stored outcome. It refuses to own connection
+// management (pass a configured go-redis client), retries (a failed call
+// returns its error; admission.Config.TenantFailOpen and the engine decide),
+// and anything on an event loop: every call is a network round trip, so the
+// engine calls these from workers.
+//
+// Usage:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	store, _ := redisstore.NewStore(rdb, "sluice:idem:", admission.StoreConfig{})
+//	c, err := store.Claim(ctx, time.Now(), key, admission.FingerprintOf(op, payload))
+//	switch {
+//	case err != nil: // Redis unavailable: answer 503
+//	case c.State == admission.ClaimNew:
+//		status, resp := handle()
+//		_ = store.Finish(ctx, time.Now(), key, c.Token, status, resp)
+//	case c.State == admission.ClaimDone: // replay c.Status, c.Response
+//	default: // 409 (in progress, retry after c.RetryAfter) or 422 (mismatch)
+//	}
+//
+//	lim, _ := redisstore.NewLimiter(rdb, "sluice:quota:", admission.Quota{Count: 100, Per: time.Second, Burst: 20})
+//	d, err := lim.AllowN(ctx, time.Now(), tenantKey, 1)
+package redisstore

@@ -1,0 +1,149 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicenet/sluice/admission"
+)
+
+func newLimiter(t testing.TB, q admission.Quota) *Limiter {
+	t.Helper()
+	l, err := NewLimiter(newClient(t), prefix(t), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLimiterGCRA(t *testing.T) {
+	// One unit per 10s: nothing refills during the test, so the decisions
+	// are exact even though Redis's clock runs.
+	q := admission.Quota{Count: 1, Per: 10 * time.Second, Burst: 3}
+	l := newLimiter(t, q)
+	key := []byte("tenant")
+	for i, want := range []int64{2, 1, 0} {
+		d, err := l.AllowN(bg, time.Time{}, key, 1)
+		if err != nil || !d.Allowed || d.Remaining != want {
+			t.Fatalf("request %d: %+v %v", i, d, err)
+		}
+	}
+	d, err := l.AllowN(bg, time.Time{}, key, 1)
+	if err != nil || d.Allowed {
+		t.Fatalf("over burst: %+v %v", d, err)
+	}
+	// Exact retry-after up to the time the calls took: just under 10s.
+	if d.RetryAfter > 10*time.Second || d.RetryAfter < 9*time.Second {
+		t.Fatalf("retry-after %v, want just under 10s", d.RetryAfter)
+	}
+	if d2, _ := l.AllowN(bg, time.Time{}, key, 2); d2.Allowed || d2.RetryAfter < 19*time.Second || d2.RetryAfter > 20*time.Second {
+		t.Fatalf("cost 2: %+v", d2)
+	}
+	// Tenants are independent.
+	if d, _ := l.AllowN(bg, time.Time{}, []byte("other"), 3); !d.Allowed {
+		t.Fatalf("other tenant: %+v", d)
+	}
+	if _, err := l.AllowN(bg, time.Time{}, key, 4); !errors.Is(err, admission.ErrCostExceedsBurst) {
+		t.Fatalf("cost above burst: %v", err)
+	}
+	if _, err := l.AllowN(bg, time.Time{}, key, -1); !errors.Is(err, admission.ErrBadCost) {
+		t.Fatalf("negative cost: %v", err)
+	}
+	// The key expires when the TAT passes: about 30s for three units.
+	pttl, _ := l.c.PTTL(bg, l.prefix+"tenant").Result()
+	if pttl < 25*time.Second || pttl > 30*time.Second {
+		t.Fatalf("TAT key TTL %v", pttl)
+	}
+}
+
+func TestLimiterRefills(t *testing.T) {
+	// 100 per second, burst 1: a refused request is allowed after its
+	// retry-after (Redis's clock; a real wait of about 10ms).
+	l := newLimiter(t, admission.Quota{Count: 100, Per: time.Second, Burst: 1})
+	key := []byte("r")
+	if d, _ := l.AllowN(bg, time.Time{}, key, 1); !d.Allowed {
+		t.Fatal("first refused")
+	}
+	d, _ := l.AllowN(bg, time.Time{}, key, 1)
+	if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 10*time.Millisecond {
+		t.Fatalf("second: %+v", d)
+	}
+	time.Sleep(d.RetryAfter + time.Millisecond)
+	if d, _ := l.AllowN(bg, time.Time{}, key, 1); !d.Allowed {
+		t.Fatalf("after retry-after: %+v", d)
+	}
+}
+
+// TestLimiterSharedAcrossInstances: two limiters with their own clients (two
+// servers of a fleet) charging one tenant concurrently admit exactly the
+// burst between them.
+func TestLimiterSharedAcrossInstances(t *testing.T) {
+	q := admission.Quota{Count: 1, Per: time.Hour, Burst: 50}
+	a := newLimiter(t, q)
+	b, _ := NewLimiter(newClient(t), a.prefix, q)
+	var admitted atomic.Int64
+	var perServer [2]atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		l := a
+		if g%2 == 1 {
+			l = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				d, err := l.AllowN(bg, time.Time{}, []byte("shared"), 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					admitted.Add(1)
+					perServer[g%2].Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted.Load() != 50 {
+		t.Fatalf("admitted %d across two instances, want the shared burst 50 (a %d, b %d)",
+			admitted.Load(), perServer[0].Load(), perServer[1].Load())
+	}
+	if perServer[0].Load() == 0 || perServer[1].Load() == 0 {
+		t.Logf("one instance got everything (a %d, b %d)", perServer[0].Load(), perServer[1].Load())
+	}
+}
+
+// TestLimiterBehindAdmitter wires the Redis limiter into an Admitter: the
+// same interface as the in-memory default.
+func TestLimiterBehindAdmitter(t *testing.T) {
+	l := newLimiter(t, admission.Quota{Count: 1, Per: time.Hour, Burst: 2})
+	a, err := admission.NewAdmitter(admission.Config{Tenants: l, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &admission.Frame{Tenant: []byte("t")}
+	for i, want := range []bool{true, true, false} {
+		v := a.Loop(0).Admit(context.Background(), time.Now(), f)
+		if v.Admit != want {
+			t.Fatalf("frame %d: %+v", i, v)
+		}
+		if !v.Admit && (v.Reason != admission.ReasonTenant || v.RetryAfter < 59*time.Minute) {
+			t.Fatalf("refusal %+v", v)
+		}
+	}
+}
+
+func TestLimiterConfig(t *testing.T) {
+	if _, err := NewLimiter(nil, "", admission.Quota{Count: 1, Per: time.Second, Burst: 1}); !errors.Is(err, admission.ErrBadConfig) {
+		t.Errorf("nil client: %v", err)
+	}
+	if _, err := NewLimiter(redisClientAt("127.0.0.1:1"), "", admission.Quota{}); !errors.Is(err, admission.ErrBadQuota) {
+		t.Errorf("zero quota: %v", err)
+	}
+}
