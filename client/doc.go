@@ -1,0 +1,32 @@
+// Package client is a Go client for the sluice envelope
+// (protocol/envelope): a small pool of pipelined connections, one absolute
+// deadline per call across all its attempts, and the resilience package's
+// policies built in: retries within a per-destination budget, an optional
+// circuit breaker, hedging for calls marked idempotent, and a cap on
+// attempts in flight.
+//
+// The package owns connections, request ids (responses are matched by id
+// and may arrive in any order), the per-call deadline sent to the server as
+// the time left, and the idempotency key: set once per logical call (given
+// by the caller or generated) and sent on every retry, so the server's
+// idempotency store can answer a retry it already ran. It refuses to own the
+// policies themselves (package resilience), the wire format (package
+// protocol/envelope) and anything on the server side.
+//
+// What is retried: a reject (the server refused before running the handler)
+// with status too many requests, unavailable or timeout, or conflict with a
+// retry-after; a transport failure before the request was written; and,
+// when the call is idempotent or keyed, also failed responses with those
+// statuses and transport failures after the write. A no-retry flag from the
+// server stops retries at once.
+//
+// Sketch:
+//
+//	c, err := client.New(client.Config{Addr: "127.0.0.1:7000", Tenant: "acme"})
+//	defer c.Close()
+//	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+//	defer cancel()
+//	resp, err := c.Do(ctx, &client.Request{Method: "GET", Payload: key, Idempotent: true})
+//	var se *client.StatusError
+//	if errors.As(err, &se) { ... se.Status, se.RetryAfterHint ... }
+package client

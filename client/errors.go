@@ -1,0 +1,45 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/sluicenet/sluice/resilience"
+)
+
+// Sentinel errors. Every message starts with "sluice:"; test with errors.Is.
+var (
+	// ErrInvalidConfig is wrapped by every Config.Validate error.
+	ErrInvalidConfig = errors.New("sluice: invalid client configuration")
+
+	// ErrClosed is returned by calls on a closed Client, and by calls whose
+	// connection the Client closed under them.
+	ErrClosed error = &classedError{msg: "sluice: client closed", class: resilience.ClassCanceled}
+
+	// ErrProtocol reports a peer that broke the envelope protocol (a frame
+	// that does not parse, a request where a response belongs). The
+	// connection is closed.
+	ErrProtocol = errors.New("sluice: envelope protocol violation")
+
+	// ErrTimeout is returned when a call's deadline (or its attempt's)
+	// passes while waiting for a response. It satisfies
+	// errors.Is(err, os.ErrDeadlineExceeded) and context.DeadlineExceeded.
+	ErrTimeout error = &timeoutError{msg: "sluice: deadline passed waiting for the response"}
+)
+
+type classedError struct {
+	msg   string
+	class resilience.Class
+}
+
+func (e *classedError) Error() string                { return e.msg }
+func (e *classedError) RetryClass() resilience.Class { return e.class }
+
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string { return e.msg }
+func (e *timeoutError) Timeout() bool { return true }
+func (e *timeoutError) Is(target error) bool {
+	return target == os.ErrDeadlineExceeded || target == context.DeadlineExceeded
+}
