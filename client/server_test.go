@@ -168,4 +168,3 @@ func (s *envServer) close() {
 	s.mu.Unlock()
 	s.wg.Wait()
 }
-
