@@ -1,0 +1,5 @@
+package bench
+
+import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+type hdrHist = hdrhistogram.Histogram
