@@ -76,9 +76,6 @@ func (f *Flusher) Flush(fd int, q *ringq.Ring[Segment], budgetBytes int) (n int,
 	if q == nil {
 		return 0, Flushed, nil
 	}
-	if f.scratch.iov == nil {
-		f.scratch.iov = make([]unix.Iovec, MaxIovecs)
-	}
 	for {
 		if q.Empty() {
 			return n, Flushed, nil
@@ -117,6 +114,9 @@ func (f *Flusher) Flush(fd int, q *ringq.Ring[Segment], budgetBytes int) (n int,
 // and at most limit bytes in total, and returns them with their byte count.
 // Empty segments take no iovec.
 func (f *Flusher) gather(q *ringq.Ring[Segment], limit int) ([]unix.Iovec, int) {
+	if f.scratch.iov == nil {
+		f.scratch.iov = make([]unix.Iovec, MaxIovecs) // once per Flusher
+	}
 	iov := f.scratch.iov
 	cnt, total := 0, 0
 	for i := 0; cnt < len(iov) && total < limit; i++ {

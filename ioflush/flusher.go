@@ -7,7 +7,8 @@ const maxRWBytes = 1 << 30
 
 // Flusher owns the iovec scratch space for writev: one per event loop, not
 // safe for concurrent use. The zero value is ready to use: the scratch
-// (MaxIovecs entries) is allocated on the first Flush and reused after that,
+// (MaxIovecs entries, 16 KiB) is allocated by the first Flush that has bytes
+// to write and reused after that,
 // and every pointer in it is cleared after each syscall so the garbage
 // collector can free buffers that were written.
 type Flusher struct {
