@@ -31,7 +31,7 @@ func FuzzNextResponse(f *testing.F) {
 		if len(payload) <= 4096 {
 			req := appendRequest(nil, c, 42, len(payload)+16, newFiller(len(payload)+16))
 			p2, n2, err := nextResponse(c, req)
-			if err != nil || n2 != len(req) || checkResponse(c, p2, 42, len(payload)+16) != nil {
+			if err != nil || n2 != len(req) || checkResponse(c, p2, 42, len(payload)+16, newFiller(len(payload)+16)) != nil {
 				t.Fatalf("round trip: n %d of %d, err %v", n2, len(req), err)
 			}
 		}

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -356,8 +357,16 @@ func (w *worker) readConn(c *conn) {
 	}
 }
 
-// consumeRaw accounts n echoed bytes.
+// consumeRaw checks and accounts n echoed bytes (raw requests are all filler).
 func (w *worker) consumeRaw(c *conn, n int, now int64) {
+	for data := w.rbuf[:n]; len(data) > 0; {
+		k := min(len(data), len(w.filler))
+		if !bytes.Equal(data[:k], w.filler[:k]) {
+			w.fail(c, fmt.Errorf("%w: echoed bytes differ from the request's", ErrMismatch))
+			return
+		}
+		data = data[k:]
+	}
 	k, err := c.raw.take(n, &c.q)
 	if err == nil && k > c.written() {
 		err = fmt.Errorf("%w: echo of requests not yet sent", ErrMismatch)
@@ -390,7 +399,7 @@ func (w *worker) consumeFramed(c *conn, data []byte, now int64) {
 			return
 		}
 		r, _ := c.q.pop()
-		if err := checkResponse(w.codec, payload, c.seqRecv, int(r.size)); err != nil {
+		if err := checkResponse(w.codec, payload, c.seqRecv, int(r.size), w.filler); err != nil {
 			w.fail(c, err)
 			return
 		}

@@ -170,13 +170,19 @@ func nextResponse(c Codec, buf []byte) (payload []byte, n int, err error) {
 	return nil, 0, fmt.Errorf("%w: codec %v has no frames", ErrInvalidConfig, c)
 }
 
-// checkResponse verifies that payload answers the request of size bytes with
-// sequence number seq. It never allocates on success.
-func checkResponse(c Codec, payload []byte, seq uint64, size int) error {
+// checkResponse verifies that payload is the echo of the request of size
+// bytes with sequence number seq: its length, its sequence number and every
+// filler byte (filler must hold at least size bytes). It never allocates on
+// success.
+func checkResponse(c Codec, payload []byte, seq uint64, size int, filler []byte) error {
 	if len(payload) != size {
 		return fmt.Errorf("%w: response of %d bytes to a request of %d", ErrMismatch, len(payload), size)
 	}
-	switch c.seqBytes(size) {
+	sb := c.seqBytes(size)
+	if !bytes.Equal(payload[sb:], filler[:size-sb]) {
+		return fmt.Errorf("%w: payload bytes differ from the request's", ErrMismatch)
+	}
+	switch sb {
 	case 8:
 		if got := binary.BigEndian.Uint64(payload); got != seq {
 			return fmt.Errorf("%w: sequence %d, want %d", ErrMismatch, got, seq)

@@ -35,7 +35,7 @@ func TestRequestResponseRoundTrip(t *testing.T) {
 						rest = nil
 						continue
 					}
-					if err := checkResponse(c, payload, seq, size); err != nil {
+					if err := checkResponse(c, payload, seq, size, filler); err != nil {
 						t.Fatalf("%v/%d split %d seq %d: %v", c, size, split, seq, err)
 					}
 					seq++
@@ -64,12 +64,15 @@ func TestCheckResponseMismatch(t *testing.T) {
 		{CodecLength, 9, "\x00\x00\x00\x00\x00\x00\x00\x01xy", 1},   // long
 	}
 	for i, tc := range cases {
-		err := checkResponse(tc.c, []byte(tc.payload), tc.seq, tc.size)
+		err := checkResponse(tc.c, []byte(tc.payload), tc.seq, tc.size, newFiller(64))
 		if !errors.Is(err, ErrMismatch) {
 			t.Errorf("%d: err %v, want ErrMismatch", i, err)
 		}
 	}
-	if err := checkResponse(CodecLine, []byte("0000000000000011x"), 17, 17); err != nil {
+	if err := checkResponse(CodecLine, []byte("0000000000000011y"), 17, 17, newFiller(17)); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("altered filler accepted: %v", err)
+	}
+	if err := checkResponse(CodecLine, []byte("0000000000000011x"), 17, 17, newFiller(17)); err != nil {
 		t.Fatalf("valid response rejected: %v", err)
 	}
 }
