@@ -222,7 +222,7 @@ type spreadBar struct {
 	s Spread
 }
 
-func (b spreadBar) Len() int                 { return 1 }
+func (b spreadBar) Len() int                  { return 1 }
 func (b spreadBar) XY(int) (float64, float64) { return b.x, b.s.Median }
 func (b spreadBar) YError(int) (float64, float64) {
 	return b.s.Median - b.s.Min, b.s.Max - b.s.Median

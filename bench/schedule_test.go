@@ -16,9 +16,9 @@ func TestOpenScheduleTable(t *testing.T) {
 	}{
 		{now: 0, due: 0, first: 0, n: 0, nextAfter: 10 * ms},
 		{now: 10*ms - 1, due: 0, first: 0, n: 0, nextAfter: 10 * ms},
-		{now: 10 * ms, due: 1, first: 0, n: 1, nextAfter: 11 * ms},      // send 0 exactly on time
+		{now: 10 * ms, due: 1, first: 0, n: 1, nextAfter: 11 * ms},         // send 0 exactly on time
 		{now: 10*ms + 999_999, due: 0, first: 1, n: 0, nextAfter: 11 * ms}, // nothing new
-		{now: 15*ms + 500, due: 5, first: 1, n: 5, nextAfter: 16 * ms},    // sends 1..5, late
+		{now: 15*ms + 500, due: 5, first: 1, n: 5, nextAfter: 16 * ms},     // sends 1..5, late
 		{now: 15*ms + 600, due: 0, first: 6, n: 0, nextAfter: 16 * ms},
 		{now: 16 * ms, due: 1, first: 6, n: 1, nextAfter: 17 * ms},
 	}

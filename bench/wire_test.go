@@ -56,12 +56,12 @@ func TestCheckResponseMismatch(t *testing.T) {
 		payload string
 		seq     uint64
 	}{
-		{CodecLength, 64, "", 1},                                    // wrong length
-		{CodecLine, 16, "000000000000000a", 11},                     // wrong sequence
-		{CodecLine, 16, "00000000000000zz", 0},                      // not hex
-		{CodecLine, 20, "0000000000000001xxx", 1},                   // short
-		{CodecLength, 8, "\x00\x00\x00\x00\x00\x00\x00\x02", 1},     // wrong sequence
-		{CodecLength, 9, "\x00\x00\x00\x00\x00\x00\x00\x01xy", 1},   // long
+		{CodecLength, 64, "", 1},                                  // wrong length
+		{CodecLine, 16, "000000000000000a", 11},                   // wrong sequence
+		{CodecLine, 16, "00000000000000zz", 0},                    // not hex
+		{CodecLine, 20, "0000000000000001xxx", 1},                 // short
+		{CodecLength, 8, "\x00\x00\x00\x00\x00\x00\x00\x02", 1},   // wrong sequence
+		{CodecLength, 9, "\x00\x00\x00\x00\x00\x00\x00\x01xy", 1}, // long
 	}
 	for i, tc := range cases {
 		err := checkResponse(tc.c, []byte(tc.payload), tc.seq, tc.size, newFiller(64))
