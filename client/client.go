@@ -1,10 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"time"
@@ -130,12 +132,15 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil", ErrInvalidRequest)
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.timeout())
 		defer cancel()
 	}
-	lc := logicalCall{req: req, tenant: req.Tenant, key: req.IdempotencyKey}
+	lc := logicalCall{req: req, payload: req.Payload, tenant: req.Tenant, key: req.IdempotencyKey}
 	if lc.tenant == "" {
 		lc.tenant = c.cfg.Tenant
 	}
@@ -148,6 +153,9 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	}
 	var attempts atomic.Int32
 	if req.Idempotent && c.hedger != nil {
+		// A losing hedge may still be encoding when Do returns: give the
+		// attempts a payload the caller cannot change under them.
+		lc.payload = bytes.Clone(req.Payload)
 		resp, err := resilience.Hedge(ctx, c.hedger, func(ctx context.Context, _ int) (*Response, error) {
 			attempts.Add(1)
 			return c.gatedAttempt(ctx, &lc)
@@ -173,16 +181,20 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 
 // logicalCall is what stays fixed across a call's attempts.
 type logicalCall struct {
-	req    *Request
-	tenant string
-	key    string
-	safe   bool // idempotent or keyed: may be repeated whatever happened
+	req     *Request
+	payload []byte
+	tenant  string
+	key     string
+	safe    bool // idempotent or keyed: may be repeated whatever happened
 }
 
 // check validates the request once, before any attempt.
 func (c *Client) check(lc *logicalCall) error {
 	m := c.message(lc, 1, time.Second)
-	return m.Validate()
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return nil
 }
 
 func (c *Client) message(lc *logicalCall, id uint64, left time.Duration) envelope.Message {
@@ -193,7 +205,7 @@ func (c *Client) message(lc *logicalCall, id uint64, left time.Duration) envelop
 		Method:         []byte(lc.req.Method),
 		Tenant:         []byte(lc.tenant),
 		IdempotencyKey: []byte(lc.key),
-		Payload:        lc.req.Payload,
+		Payload:        lc.payload,
 	}
 	if lc.req.Idempotent {
 		m.Flags |= envelope.FlagIdempotent
@@ -243,7 +255,7 @@ func (c *Client) attempt(ctx context.Context, lc *logicalCall) (*Response, error
 	m := c.message(lc, c.ids.Add(1), left)
 	res, sent, err := cn.roundTrip(ctx, &m)
 	if err != nil {
-		if sent && !lc.safe && !errors.Is(err, context.Canceled) {
+		if sent && !lc.safe && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrClosed) {
 			// The server may have run it: not safe to repeat.
 			err = resilience.WithClass(err, resilience.ClassFailed, 0)
 		}

@@ -359,6 +359,19 @@ func TestBreakerFailsFast(t *testing.T) {
 	if len(changes) != 1 || changes[0].To != resilience.StateOpen {
 		t.Fatalf("state changes %+v", changes)
 	}
+
+	// Hedged calls pass the breaker too.
+	br2, _ := resilience.NewBreaker(resilience.BreakerConfig{MinCalls: 3, OpenTimeout: time.Minute})
+	c2 := newClient(t, Config{Addr: s.addr(), Breaker: br2, Hedge: &resilience.HedgeConfig{InitialDelay: time.Second}})
+	for range 3 {
+		_, _ = c2.Do(context.Background(), &Request{Method: "GET", Idempotent: true})
+	}
+	if _, err := c2.Do(context.Background(), &Request{Method: "GET", Idempotent: true}); !errors.Is(err, resilience.ErrBreakerOpen) {
+		t.Fatalf("hedged call: err = %v, want ErrBreakerOpen", err)
+	}
+	if n := len(s.requests()); n != 6 {
+		t.Fatalf("server saw %d requests, want 6", n)
+	}
 }
 
 // TestConnectionDrop: the server hangs up on the first request. An
@@ -481,8 +494,11 @@ func TestConfigValidate(t *testing.T) {
 	s := newEnvServer(t, echo)
 	c := newClient(t, Config{Addr: s.addr()})
 	_, err := c.Do(context.Background(), &Request{Method: string(make([]byte, 65))})
-	if !errors.Is(err, envelope.ErrFieldTooLarge) || len(s.requests()) != 0 {
+	if !errors.Is(err, envelope.ErrFieldTooLarge) || !errors.Is(err, ErrInvalidRequest) || len(s.requests()) != 0 {
 		t.Fatalf("oversized method: %v", err)
+	}
+	if _, err := c.Do(context.Background(), nil); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("nil request: %v", err)
 	}
 }
 

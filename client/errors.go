@@ -17,6 +17,10 @@ var (
 	// connection the Client closed under them.
 	ErrClosed error = &classedError{msg: "sluice: client closed", class: resilience.ClassCanceled}
 
+	// ErrInvalidRequest reports a request that cannot be sent (nil, or a
+	// field over its envelope bound; the envelope error is wrapped too).
+	ErrInvalidRequest = errors.New("sluice: invalid request")
+
 	// ErrProtocol reports a peer that broke the envelope protocol (a frame
 	// that does not parse, a request where a response belongs). The
 	// connection is closed.

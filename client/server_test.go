@@ -57,7 +57,7 @@ func (r *replier) hangUp() { _ = r.c.nc.Close() }
 // goroutine per connection reads frames and calls handle, which answers
 // through the replier now or later. Close stops everything it started.
 type envServer struct {
-	t      *testing.T
+	t      testing.TB
 	ln     net.Listener
 	handle func(r *replier)
 
@@ -68,7 +68,7 @@ type envServer struct {
 }
 
 type serverConn struct {
-	t   *testing.T
+	t   testing.TB
 	n   int
 	nc  net.Conn
 	wmu sync.Mutex
@@ -86,7 +86,7 @@ func (c *serverConn) write(m *envelope.Message) {
 	_, _ = c.nc.Write(b)
 }
 
-func newEnvServer(t *testing.T, handle func(r *replier)) *envServer {
+func newEnvServer(t testing.TB, handle func(r *replier)) *envServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
