@@ -1,0 +1,211 @@
+package server
+
+import (
+	"net"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/sluicenet/sluice/protocol"
+	"github.com/valyala/bytebufferpool"
+)
+
+// connFlag is loop-owned connection state; only the loop reads or writes it.
+type connFlag uint16
+
+const (
+	fReady     connFlag = 1 << iota // on the ready list
+	fDirty                          // on the dirty (flush) list
+	fNeedRead                       // ready list: read again (budget spent, or resumed)
+	fNeedFlush                      // ready list: flush again (flush budget spent)
+	fOutArmed                       // EPOLLOUT is in the interest set
+	fPaused                         // reading paused by backpressure
+	fPartial                        // in ends with an incomplete frame
+	fEOF                            // read returned end of file
+	fClosed                         // closed: the fd is gone
+)
+
+// Connection states visible to other goroutines.
+const (
+	stateOpen    uint32 = iota
+	stateClosing        // graceful close requested: no more input, output drains
+	stateClosed
+)
+
+// Conn is one accepted TCP connection. Its methods are safe to call from
+// any goroutine: called from the connection's own loop (inside a Handler
+// callback) they act directly; called from elsewhere they go through the
+// loop's bounded inbox, tagged with the connection's generation, so a write
+// to a connection that has closed meanwhile is dropped and never reaches a
+// newer connection on the same fd. Writes from one goroutine arrive in
+// order. A Conn is never reused: once closed it stays closed.
+type Conn struct {
+	loop  *loop
+	fd    int32
+	flags connFlag
+	gen   uint64 // unique per loop; low 32 bits tag epoll events
+
+	state atomic.Uint32 // stateOpen, stateClosing, stateClosed
+	full  atomic.Bool   // above the out-queue high watermark (off-loop writers fail fast)
+
+	// input: nil unless a partial frame (or held-back frames) must be kept
+	in        []byte
+	readTurn  uint64 // turn readBytes counts for
+	readBytes int    // bytes read this turn, against ReadBudgetBytes
+
+	// output: nil out-queue while nothing is queued
+	out       *outQueue
+	tailChunk *chunk // the chunk of the tail segment, if it is one of ours
+	outBytes  int
+	outMsgs   int
+
+	// deadlines, checked lazily against progress stamps (loop clock)
+	lastActive int64 // last byte moved either way
+	frameStart int64 // when the incomplete frame in `in` began
+	progressAt int64 // last output progress, or when output was first queued
+	tm         timer
+
+	nextReady *Conn
+	nextDirty *Conn
+	closing   error // cause of a requested close; loop-owned
+
+	remote netip.AddrPort
+	tenant atomic.Pointer[string]
+	ctx    atomic.Pointer[any]
+}
+
+// RemoteAddr returns the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(c.remote) }
+
+// RemoteAddrPort returns the peer's address without allocating.
+func (c *Conn) RemoteAddrPort() netip.AddrPort { return c.remote }
+
+// Tenant returns the key admission charges this connection's work to: for
+// now the peer's IP address.
+func (c *Conn) Tenant() string {
+	if p := c.tenant.Load(); p != nil {
+		return *p
+	}
+	s := c.remote.Addr().String()
+	c.tenant.Store(&s)
+	return s
+}
+
+// SetContext stores v in the connection's user slot.
+func (c *Conn) SetContext(v any) { c.ctx.Store(&v) }
+
+// Context returns what SetContext stored, or nil.
+func (c *Conn) Context() any {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Write queues a copy of p as one message. On the loop it fails with
+// ErrQueueFull if the message would pass OutQueueMsgs or OutQueueBytes, and
+// with ErrClosed after Close. Off the loop it fails fast with ErrQueueFull
+// while the out-queue is above its high watermark, with ErrInboxFull when the
+// loop's inbox is full, and otherwise queues the write for the loop; if the
+// loop then finds the out-queue budget exhausted, it closes the connection
+// with ErrQueueFull rather than drop bytes it said it took. The bytes leave
+// at the end of the loop turn (one writev per connection per turn).
+func (c *Conn) Write(p []byte) error {
+	l := c.loop
+	if l.onLoop() {
+		return l.writeCopy(c, p)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return c.writeAsync(p, nil)
+}
+
+// WriteFrame encodes frame with the engine's codec and queues it as one
+// message. On the loop the codec appends straight into the out-queue, so an
+// echo costs one copy. Errors are those of Write.
+func (c *Conn) WriteFrame(frame []byte) error {
+	l := c.loop
+	if l.onLoop() {
+		return l.writeFrame(c, frame)
+	}
+	return c.writeAsync(frame, l.codec)
+}
+
+// WriteOwned queues b as one message without copying: the engine owns b
+// until it calls release, exactly once, after b is written or dropped
+// (connection closed). release may be nil. On error nothing was queued and
+// the caller keeps b. release runs on the loop goroutine and must not block.
+func (c *Conn) WriteOwned(b []byte, release func()) error {
+	l := c.loop
+	seg := ioflush.Segment{Buf: b, Free: release}
+	if l.onLoop() {
+		return l.writeSegment(c, seg)
+	}
+	if err := c.precheck(); err != nil {
+		return err
+	}
+	return l.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen, seg: seg})
+}
+
+// Close closes the connection after its queued output is written (bounded
+// by WriteStallTimeout); OnClose then sees ErrLocalClose. A second Close
+// returns ErrClosed.
+func (c *Conn) Close() error { return c.CloseWithError(ErrLocalClose) }
+
+// CloseWithError is Close with the cause OnClose and the counters see; a
+// nil cause means ErrLocalClose.
+func (c *Conn) CloseWithError(cause error) error {
+	if cause == nil {
+		cause = ErrLocalClose
+	}
+	l := c.loop
+	if l.onLoop() {
+		if c.closing != nil || c.flags&fClosed != 0 {
+			return ErrClosed
+		}
+		l.requestClose(c, cause)
+		return nil
+	}
+	if c.state.Load() != stateOpen {
+		return ErrClosed
+	}
+	return l.submit(task{kind: taskClose, fd: c.fd, gen: c.gen, cause: cause})
+}
+
+// precheck is the off-loop fast refusal: closed, or above the high
+// watermark.
+func (c *Conn) precheck() error {
+	if c.state.Load() != stateOpen {
+		return ErrClosed
+	}
+	if c.full.Load() {
+		return ErrQueueFull
+	}
+	return nil
+}
+
+// writeAsync copies (or encodes, with codec) p into a pooled buffer and
+// hands it to the loop's inbox.
+func (c *Conn) writeAsync(p []byte, codec protocol.Codec) error {
+	if err := c.precheck(); err != nil {
+		return err
+	}
+	bb := bytebufferpool.Get()
+	if codec != nil {
+		bb.B = codec.AppendEncode(bb.B[:0], p)
+	} else {
+		bb.B = append(bb.B[:0], p...)
+	}
+	err := c.loop.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen,
+		seg: ioflush.Segment{Buf: bb.B, Pooled: bb}})
+	if err != nil {
+		bytebufferpool.Put(bb)
+	}
+	return err
+}
+
+// readable reports whether the loop should read from c now.
+func (c *Conn) readable() bool {
+	return c.flags&(fClosed|fPaused|fEOF) == 0 && c.closing == nil
+}

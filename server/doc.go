@@ -1,0 +1,107 @@
+// Package server is the sluice engine: per-core edge-triggered epoll loops
+// that own raw non-blocking sockets, with an explicit budget and an explicit
+// behaviour at every boundary.
+//
+// It owns listening and accepting (SO_REUSEPORT or EPOLLEXCLUSIVE, the
+// listen gate), the loops and their turn phases, connections and their
+// lifetimes, input buffering and framing through a protocol.Codec, the
+// out-queues and their flushing through ioflush, per-connection deadlines,
+// the loop inbox for calls from other goroutines, graceful shutdown, and the
+// per-loop counters behind Engine.Stats. It refuses to own policy: how many
+// connections or requests are too many, which tenant pays, when to shed.
+// Those are questions it asks through small seams (Config.MaxConns with its
+// watermarks, FrameAdmitter, the gate's pause/resume mechanism) and the
+// admission package answers. It also refuses to own protocols (codecs are
+// values from package protocol) and blocking work (handlers run on the
+// loop and must not block).
+//
+// Usage sketch:
+//
+//	e, err := server.New(server.Config{
+//		Addr:  "127.0.0.1:7000",
+//		Codec: protocol.LengthPrefixed{Header: protocol.Fixed32},
+//	}, server.HandlerFuncs{
+//		Frame: func(c *server.Conn, frame []byte) server.Action {
+//			if err := c.WriteFrame(frame); err != nil { // echo
+//				return server.Close
+//			}
+//			return server.None
+//		},
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	return e.Serve(ctx) // until ctx ends, then a graceful shutdown
+//
+// # Handler shape
+//
+// A Handler has three callbacks, OnOpen, OnFrame and OnClose, each run on the
+// connection's loop, and the first two return an Action (None, Close,
+// Shutdown). Frames, not reads: the engine owns buffering and framing, so a
+// handler never sees a partial message and never manages a buffer; the frame
+// slice aliases the loop's read buffer for the duration of the call, which
+// is what lets an echo run without allocating. An Action instead of an error
+// keeps control flow out of the error channel: errors are values that
+// describe causes (OnClose receives one), actions are instructions. Writes
+// are not returned but made through the Conn, because a handler may reply
+// zero or many times, to this or another connection, now or later from
+// another goroutine.
+//
+// # Loops and the turn
+//
+// Each loop is a goroutine locked to its OS thread. A turn runs the phases
+// wait, accept, ready, io, inbox, timers, drain, flush, control (see
+// loop.run for the order and its reasons). Non-blocking syscalls (read,
+// writev, accept4, epoll_ctl, and epoll_wait with timeout 0) are raw
+// syscalls that skip the runtime's syscall bookkeeping; the loop blocks in
+// epoll_wait only when a zero-timeout poll found nothing and no work is
+// pending, so under load the loop thread never enters a blocking syscall and
+// the runtime's sysmon has nothing to preempt.
+//
+// Connections are registered once, EPOLLIN|EPOLLRDHUP|EPOLLET. Reads go to
+// the loop's buffer and stop at ReadBudgetBytes per connection per turn (the
+// connection then goes on the ready list, because no new edge will come for
+// bytes already queued); only an unparsed tail is copied into a per-
+// connection buffer, so an idle connection holds no input buffer. Replies
+// are coalesced into per-loop chunks and flushed once at the end of the turn
+// with one budgeted writev per connection: would-block arms EPOLLOUT (one
+// EPOLL_CTL_MOD), flushed disarms it, budget-spent goes to the ready list.
+// Above OutQueueHighBytes the loop stops reading and decoding the
+// connection, so a peer that does not read cannot grow memory past its
+// budget or slow its neighbours; reading resumes at OutQueueLowBytes.
+//
+// # Deadlines
+//
+// Each loop has one timerfd armed to its earliest deadline and a 4-ary heap
+// of timers, one per connection. The data path only stamps progress times
+// with the loop's per-turn clock; a connection's timer is re-armed only when
+// it fires, to the earliest moment one of its deadlines (idle, frame,
+// write stall) could pass. BenchmarkTimers measures the heap against a
+// hashed timing wheel.
+//
+// # Calls from other goroutines
+//
+// Conn methods detect whether they run on the connection's loop (the loop
+// thread is locked, so the runtime's M identifies it) and act directly;
+// otherwise they copy into a pooled buffer and go through the loop's
+// bounded inbox, tagged with the connection's generation. A full inbox
+// returns ErrInboxFull; a stale generation drops the task, so an fd reused
+// by a newer connection never receives an older connection's bytes. The
+// eventfd wake-up is guarded by a CAS flag: a loop that is awake gets no
+// write at all, and a burst while it sleeps costs one.
+//
+// # Accept
+//
+// AcceptReusePort (one SO_REUSEPORT socket per loop) and AcceptExclusive
+// (one socket in every loop's epoll set with EPOLLEXCLUSIVE) are both
+// offered; AcceptDefault is AcceptReusePort. accept4 runs up to
+// MaxAcceptPerTurn per turn; EMFILE, ENFILE, ENOBUFS and ENOMEM take the
+// listener out of epoll for AcceptRetryDelay instead of spinning. MaxConns
+// closes the gate for every loop and MaxConnsLow reopens it.
+//
+// # Stats
+//
+// Each loop counts in plain memory and publishes to atomics once per turn;
+// Engine.Stats sums the atomics without a lock, so the hot path has no
+// shared writes and a snapshot is at most one turn old.
+package server

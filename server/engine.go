@@ -1,0 +1,331 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Engine states.
+const (
+	engineNew = iota
+	engineRunning
+	engineStopped
+)
+
+// Engine is a TCP server: a set of event loops sharing one listening
+// address. Create it with New, run it with Start or Serve, stop it with
+// Shutdown. Its methods are safe for concurrent use.
+type Engine struct {
+	cfg   Config // with defaults
+	h     Handler
+	loops []*loop
+	start time.Time // the loop clock's origin
+
+	mu    sync.Mutex
+	state int
+	addr  netip.AddrPort
+
+	done       chan struct{} // closed when every loop has exited
+	running    atomic.Int32  // loops still running
+	sharedRefs atomic.Int32  // loops holding the shared listener (AcceptExclusive)
+
+	conns           atomic.Int64  // open connections, all loops
+	gate            atomic.Uint32 // gate reasons holding the listener closed
+	gateTransitions atomic.Uint64
+	inboxFull       atomic.Uint64
+
+	draining      atomic.Bool
+	force         atomic.Bool
+	drainDeadline atomic.Int64 // loop clock; 0: none
+
+	errOnce sync.Once
+	err     error // first loop failure
+}
+
+// New validates cfg and returns an engine that is not yet listening. It
+// returns ErrUnsupported on systems other than Linux.
+func New(cfg Config, h Handler) (*Engine, error) {
+	if !platformSupported {
+		return nil, ErrUnsupported
+	}
+	if h == nil {
+		return nil, errors.Join(ErrInvalidConfig, errors.New("sluice: nil Handler"))
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg.withDefaults(), h: h, start: time.Now(), done: make(chan struct{})}
+	e.loops = make([]*loop, e.cfg.Loops)
+	for i := range e.loops {
+		e.loops[i] = newLoop(e, i)
+	}
+	return e, nil
+}
+
+// clock is the loops' clock: monotonic nanoseconds since New.
+func (e *Engine) clock() int64 { return int64(time.Since(e.start)) }
+
+// Start opens the listener(s) and starts the loops; when it returns nil,
+// Addr is valid and connections are being accepted.
+func (e *Engine) Start() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch e.state {
+	case engineRunning:
+		return ErrStarted
+	case engineStopped:
+		return ErrEngineClosed
+	}
+	if err := e.listen(); err != nil {
+		return err
+	}
+	for _, l := range e.loops {
+		if err := l.p.open(e.cfg.MaxEventsPerWait); err != nil {
+			e.closeAll()
+			return err
+		}
+		l.buf = make([]byte, e.cfg.ReadBufferBytes)
+		l.tasks = make([]task, e.cfg.MaxInboxTasksPerTurn)
+		ev := uint32(evIn)
+		if l.lfdShared {
+			ev |= evExclusive
+		}
+		if err := l.p.add(l.lfd, ev, 0); err != nil {
+			e.closeAll()
+			return err
+		}
+		l.listening = true
+	}
+	e.state = engineRunning
+	e.running.Store(int32(len(e.loops)))
+	for _, l := range e.loops {
+		go l.run()
+	}
+	return nil
+}
+
+// listen opens the listening socket(s): one per loop with SO_REUSEPORT, or
+// one shared by all with EPOLLEXCLUSIVE.
+func (e *Engine) listen() error {
+	shared := e.cfg.Accept == AcceptExclusive
+	addr := e.cfg.Addr
+	for i, l := range e.loops {
+		if shared && i > 0 {
+			l.lfd, l.lfdShared = e.loops[0].lfd, true
+			continue
+		}
+		fd, bound, err := listenTCP(addr, !shared, e.cfg.Backlog)
+		if err != nil {
+			e.closeAll()
+			return err
+		}
+		l.lfd, l.lfdShared = fd, shared
+		if i == 0 {
+			e.addr = bound
+			addr = bound.String() // the other SO_REUSEPORT sockets take the same port
+		}
+	}
+	if shared {
+		e.sharedRefs.Store(int32(len(e.loops)))
+	}
+	return nil
+}
+
+// closeAll releases what a failed Start opened.
+func (e *Engine) closeAll() {
+	for i, l := range e.loops {
+		if l.lfd >= 0 && (!l.lfdShared || i == 0) {
+			sysClose(l.lfd)
+		}
+		l.lfd, l.listening = -1, false
+		l.p.close()
+	}
+}
+
+// Addr returns the listening address, or nil before Start.
+func (e *Engine) Addr() net.Addr {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.addr.IsValid() {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(e.addr)
+}
+
+// Serve starts the engine if needed and blocks until it stops: a handler
+// returned Shutdown, Shutdown was called, or ctx ended, in which case Serve
+// shuts down with Config.DrainTimeout. It returns nil after a clean stop,
+// else the first loop failure or the drain's context error.
+func (e *Engine) Serve(ctx context.Context) error {
+	if err := e.Start(); err != nil && !errors.Is(err, ErrStarted) {
+		return err
+	}
+	select {
+	case <-e.done:
+		return e.err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), e.cfg.DrainTimeout)
+	defer cancel()
+	return e.Shutdown(sctx)
+}
+
+// Shutdown stops accepting (listeners closed), lets the loops finish the
+// turn they are in and the off-loop tasks already queued, flushes every
+// out-queue and closes every connection with ErrShutdown. It returns when
+// all loops have exited, or when ctx ends: then the remaining connections
+// are closed at once, the loops exit, and ctx's error is returned. No
+// goroutine of the engine outlives Shutdown.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	if e.state == engineNew {
+		e.state = engineStopped
+		close(e.done)
+	}
+	e.state = engineStopped
+	e.mu.Unlock()
+	e.beginShutdown(0)
+	select {
+	case <-e.done:
+		return e.err
+	case <-ctx.Done():
+	}
+	e.force.Store(true)
+	e.wakeAll()
+	<-e.done
+	return ctx.Err()
+}
+
+// Done is closed when the engine has stopped (every loop exited).
+func (e *Engine) Done() <-chan struct{} { return e.done }
+
+// beginShutdown switches the engine to draining; deadline (loop clock, 0
+// for none) bounds the drain.
+func (e *Engine) beginShutdown(deadline int64) {
+	if deadline != 0 {
+		e.drainDeadline.CompareAndSwap(0, deadline)
+	}
+	if e.draining.CompareAndSwap(false, true) {
+		e.pauseAccept(gateShutdown)
+		e.wakeAll()
+	}
+}
+
+// fail records a loop's unrecoverable error and shuts the engine down.
+func (e *Engine) fail(err error) {
+	e.errOnce.Do(func() { e.err = err })
+	if lg := e.cfg.Logger; lg != nil {
+		lg.Error("sluice: loop failed", "err", err)
+	}
+	e.force.Store(true)
+	e.beginShutdown(0)
+	e.wakeAll()
+}
+
+// loopDone is called by each loop as it exits.
+func (e *Engine) loopDone() {
+	if e.running.Add(-1) == 0 {
+		close(e.done)
+	}
+}
+
+// wakeAll wakes every loop to look at engine state.
+func (e *Engine) wakeAll() {
+	for _, l := range e.loops {
+		l.inbox.signal(l)
+	}
+}
+
+// reserveConn counts a connection about to be accepted against MaxConns;
+// false (and the gate closed) when the budget is used up.
+func (e *Engine) reserveConn() bool {
+	n := e.conns.Add(1)
+	limit := int64(e.cfg.MaxConns)
+	if limit <= 0 {
+		return true
+	}
+	if n > limit {
+		e.conns.Add(-1)
+		e.pauseAccept(gateMaxConns)
+		return false
+	}
+	if n == limit {
+		e.pauseAccept(gateMaxConns)
+	}
+	return true
+}
+
+func (e *Engine) unreserveConn() { e.connClosed() }
+
+// connClosed uncounts a connection and reopens the gate at MaxConnsLow.
+func (e *Engine) connClosed() {
+	n := e.conns.Add(-1)
+	if e.cfg.MaxConns > 0 && n <= int64(e.cfg.MaxConnsLow) && e.gate.Load()&gateMaxConns != 0 {
+		e.resumeAccept(gateMaxConns)
+	}
+}
+
+// pauseAccept closes the listen gate for reason: every loop takes its
+// listener out of epoll at its next turn (the kernel backlog absorbs new
+// connections meanwhile). Policy (MaxConns now, admission later) decides;
+// this is the mechanism.
+func (e *Engine) pauseAccept(reason uint32) {
+	for {
+		old := e.gate.Load()
+		if old&reason != 0 {
+			return
+		}
+		if e.gate.CompareAndSwap(old, old|reason) {
+			if old == 0 {
+				e.gateTransitions.Add(1)
+				if lg := e.cfg.Logger; lg != nil {
+					lg.Info("sluice: listen gate closed", "reason", gateReasonName(reason), "conns", e.conns.Load())
+				}
+			}
+			break
+		}
+	}
+	// MaxConns: connections may have closed below the low watermark between
+	// the count and the bit; nobody else would reopen then.
+	if reason == gateMaxConns && e.conns.Load() <= int64(e.cfg.MaxConnsLow) {
+		e.resumeAccept(gateMaxConns)
+	}
+}
+
+// resumeAccept lifts reason; the gate opens when no reason is left, and
+// every loop is woken to put its listener back.
+func (e *Engine) resumeAccept(reason uint32) {
+	for {
+		old := e.gate.Load()
+		if old&reason == 0 {
+			return
+		}
+		if e.gate.CompareAndSwap(old, old&^reason) {
+			if old&^reason == 0 {
+				e.gateTransitions.Add(1)
+				if lg := e.cfg.Logger; lg != nil {
+					lg.Info("sluice: listen gate opened", "reason", gateReasonName(reason), "conns", e.conns.Load())
+				}
+				e.wakeAll()
+			}
+			return
+		}
+	}
+}
+
+func gateReasonName(r uint32) string {
+	switch r {
+	case gateMaxConns:
+		return "max_conns"
+	case gateShutdown:
+		return "shutdown"
+	case gateAdmission:
+		return "admission"
+	}
+	return "unknown"
+}

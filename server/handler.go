@@ -1,0 +1,114 @@
+package server
+
+import (
+	"fmt"
+	"time"
+)
+
+// Action is what a handler asks the engine to do after a callback.
+type Action uint8
+
+const (
+	// None keeps the connection open.
+	None Action = iota
+	// Close closes the connection after its queued output is flushed
+	// (bounded by WriteStallTimeout); the cause is ErrLocalClose.
+	Close
+	// Shutdown starts a graceful shutdown of the whole engine, bounded by
+	// Config.DrainTimeout.
+	Shutdown
+)
+
+// String returns "none", "close" or "shutdown".
+func (a Action) String() string {
+	switch a {
+	case None:
+		return "none"
+	case Close:
+		return "close"
+	case Shutdown:
+		return "shutdown"
+	}
+	return fmt.Sprintf("Action(%d)", uint8(a))
+}
+
+// Handler receives a connection's events. Its methods run on the
+// connection's loop goroutine, one at a time per loop, and must not block:
+// a blocked handler stalls every connection of its loop. Hand slow work to
+// other goroutines and reply with Conn.Write from there.
+type Handler interface {
+	// OnOpen is called once, after the connection is accepted and
+	// registered, before any OnFrame.
+	OnOpen(c *Conn) Action
+
+	// OnFrame is called for every frame the codec decodes, in order. frame
+	// aliases the loop's read buffer and is valid only during the call:
+	// copy what must outlive it (Write copies).
+	OnFrame(c *Conn, frame []byte) Action
+
+	// OnClose is called exactly once for every connection that saw OnOpen,
+	// after its fd is closed. cause says why: errors.Is it against
+	// ErrPeerClosed, ErrIdleTimeout, ErrFrameTooLarge, ... or a wrapped
+	// syscall error such as ECONNRESET.
+	OnClose(c *Conn, cause error)
+}
+
+// HandlerFuncs adapts functions to Handler; a nil field does nothing and
+// returns None.
+type HandlerFuncs struct {
+	Open  func(c *Conn) Action
+	Frame func(c *Conn, frame []byte) Action
+	Close func(c *Conn, cause error)
+}
+
+// OnOpen calls h.Open if set.
+func (h HandlerFuncs) OnOpen(c *Conn) Action {
+	if h.Open == nil {
+		return None
+	}
+	return h.Open(c)
+}
+
+// OnFrame calls h.Frame if set.
+func (h HandlerFuncs) OnFrame(c *Conn, frame []byte) Action {
+	if h.Frame == nil {
+		return None
+	}
+	return h.Frame(c, frame)
+}
+
+// OnClose calls h.Close if set.
+func (h HandlerFuncs) OnClose(c *Conn, cause error) {
+	if h.Close != nil {
+		h.Close(c, cause)
+	}
+}
+
+// FrameAdmitter is the engine's admission seam: it is asked about every
+// decoded frame before OnFrame, on the loop goroutine, and must not block or
+// allocate. nowNanos is the loop's clock for this turn (monotonic
+// nanoseconds since the engine started), so policies are tables over time.
+// The admission package answers these questions; the engine carries the
+// answer out.
+type FrameAdmitter interface {
+	AdmitFrame(c *Conn, frame []byte, nowNanos int64) Verdict
+}
+
+// Verdict is an admission decision for one frame.
+type Verdict struct {
+	// Reject refuses the frame: OnFrame is not called.
+	Reject bool
+	// Reason names the refusal for the client and the counters
+	// ("tenant", "global", ...).
+	Reason string
+	// RetryAfter tells the client when trying again may succeed.
+	RetryAfter time.Duration
+}
+
+// Rejecter is implemented by codecs that can answer a refused frame in the
+// protocol (a reject frame, a RESP error, an HTTP 429). When the engine's
+// codec does not implement it, a refused frame closes its connection with
+// ErrRejected instead: a refusal is never silent.
+type Rejecter interface {
+	AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte
+}

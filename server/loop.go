@@ -1,0 +1,490 @@
+package server
+
+import (
+	"math"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/sluicenet/sluice/protocol"
+)
+
+// loop is one event loop: a goroutine locked to its OS thread that owns an
+// epoll set, a timerfd, an eventfd, a fixed event array, one read buffer, one
+// iovec scratch area (the Flusher) and every connection it accepted. Nothing
+// here is touched by other goroutines except the atomics (m, awake, pub) and
+// the inbox.
+type loop struct {
+	e        *Engine
+	id       int
+	cfg      *Config
+	h        Handler
+	codec    protocol.Codec
+	admit    FrameAdmitter
+	rejecter Rejecter
+
+	m     atomic.Uintptr // getm() of the loop goroutine while it runs, else 0
+	awake atomic.Bool    // true: the loop will look at its inbox without an eventfd write
+
+	p       poller
+	flusher ioflush.Flusher
+	buf     []byte // the loop's read buffer
+
+	lfd           int   // listening fd, -1 once released
+	lfdShared     bool  // lfd is shared by all loops (AcceptExclusive)
+	listening     bool  // lfd is in the epoll set
+	listenReady   bool  // lfd was reported readable by this turn's wait
+	fdPausedUntil int64 // EMFILE pause: keep the listener out until then (0: none)
+
+	conns  []*Conn // by fd
+	nconns int
+	gen    uint64
+
+	timers  timerHeap
+	timerAt int64 // when the timerfd fires next (0: not armed)
+
+	readyHead, readyTail *Conn
+	nReady               int
+	dirtyHead, dirtyTail *Conn
+
+	outFree  *outQueue
+	nOutFree int
+	chunks   chunkPool
+	ins      inPool
+
+	inbox inbox
+	tasks []task // MaxInboxTasksPerTurn scratch
+
+	now  int64 // loop clock for this turn: monotonic ns since the engine started
+	turn uint64
+
+	draining bool
+	exiting  bool
+
+	msgsHigh, msgsLow int // backpressure watermarks on queued messages
+	outBytes          int // bytes queued, all connections of the loop
+	inBytes           int // bytes held in connection input buffers
+
+	st  counters
+	pub published
+}
+
+func newLoop(e *Engine, id int) *loop {
+	cfg := &e.cfg
+	l := &loop{
+		e:        e,
+		id:       id,
+		cfg:      cfg,
+		h:        e.h,
+		codec:    cfg.Codec,
+		admit:    cfg.Admission,
+		lfd:      -1,
+		msgsHigh: max(1, cfg.OutQueueMsgs/2),
+		msgsLow:  cfg.OutQueueMsgs / 4,
+	}
+	l.rejecter, _ = cfg.Codec.(Rejecter)
+	l.inbox.init(cfg.InboxTasks)
+	l.awake.Store(true)
+	return l
+}
+
+// onLoop reports whether the caller is this loop's goroutine.
+func (l *loop) onLoop() bool { return getm() == l.m.Load() }
+
+// wakeup makes a sleeping loop return from epoll_wait. The CAS means a
+// burst of wake-ups while the loop sleeps costs one eventfd write, and none
+// while it is awake (it checks the inbox before it sleeps again).
+func (l *loop) wakeup() {
+	if l.awake.CompareAndSwap(false, true) {
+		l.p.wake()
+	}
+}
+
+// submit hands t to the loop from another goroutine.
+func (l *loop) submit(t task) error {
+	err := l.inbox.push(t, l)
+	if err == ErrInboxFull {
+		l.e.inboxFull.Add(1)
+	}
+	return err
+}
+
+// run is the loop goroutine. A turn is a sequence of named phases:
+//
+//	wait    epoll_wait: a raw non-blocking poll first; a blocking one only if
+//	        it found nothing and no work is pending
+//	accept  accept4 up to MaxAcceptPerTurn if the listener was reported
+//	ready   connections left over by a budget last turn (read or flush)
+//	io      this wait's events, per connection in the order: write
+//	        (EPOLLOUT), then read (EPOLLIN, EPOLLRDHUP, EPOLLHUP, EPOLLERR)
+//	inbox   up to MaxInboxTasksPerTurn off-loop writes and closes
+//	timers  connection deadlines due, the EMFILE retry
+//	drain   shutdown: close the listener, ask every connection to close
+//	flush   one budgeted writev per dirty connection; finish graceful closes
+//	control listener in or out of epoll (gate), arm the timerfd, publish
+//	        counters
+//
+// Accept comes first so a new connection's first bytes are read in the
+// turn they are reported. Per connection, queued output leaves before more
+// input is taken in: writing first frees out-queue budget (and may lift
+// backpressure) before new requests produce replies. Hang-up and error are
+// handled through read(2), which returns the bytes that arrived before the
+// FIN or RST and then end of file or the precise errno; a connection that
+// is not reading (paused, closing) is closed on EPOLLHUP/EPOLLERR directly.
+// Replies are flushed once at the end of the turn, so a burst of pipelined
+// requests costs one read and one writev.
+func (l *loop) run() {
+	runtime.LockOSThread() // never unlocked: the thread exits with the loop
+	l.m.Store(getm())
+	defer l.exit()
+	for !l.exiting {
+		n, err := l.wait()
+		l.now = l.e.clock()
+		l.turn++
+		l.st[cTurns]++
+		if err != nil {
+			l.e.fail(err)
+		}
+		l.acceptPhase()
+		l.readyPhase()
+		l.ioPhase(n)
+		l.inboxPhase()
+		l.timerPhase()
+		l.drainPhase()
+		l.flushPhase()
+		l.controlPhase()
+	}
+}
+
+// idle reports whether nothing is pending, so the loop may sleep.
+func (l *loop) idle() bool {
+	return l.readyHead == nil && l.dirtyHead == nil && l.inbox.pending.Load() == 0 && !l.signalled()
+}
+
+// signalled reports an engine state change this loop has not acted on.
+func (l *loop) signalled() bool {
+	e := l.e
+	if e.draining.Load() && (!l.draining || e.force.Load() && l.nconns > 0) {
+		return true
+	}
+	return l.wantListen() != l.listening
+}
+
+// wait is the wait phase.
+func (l *loop) wait() (int, error) {
+	l.listenReady = false
+	n, err := l.p.wait(false)
+	if err == nil && n == 0 && l.idle() {
+		l.awake.Store(false)
+		if l.idle() { // an inbox push that saw awake==true is visible now
+			l.publish()
+			l.st[cBlockingWaits]++
+			n, err = l.p.wait(true)
+		}
+		l.awake.Store(true)
+	}
+	if err != nil {
+		return 0, err
+	}
+	l.st[cEvents] += uint64(n)
+	for i := 0; i < n; i++ {
+		if fd, tag, _ := l.p.event(i); tag == 0 && fd == l.lfd {
+			l.listenReady = true
+		}
+	}
+	return n, nil
+}
+
+// readyPhase serves the connections a budget stopped last turn; ones that
+// spend their budget again go on the next turn's list.
+func (l *loop) readyPhase() {
+	c := l.readyHead
+	l.readyHead, l.readyTail, l.nReady = nil, nil, 0
+	for c != nil {
+		next := c.nextReady
+		c.nextReady = nil
+		f := c.flags
+		c.flags &^= fReady | fNeedRead | fNeedFlush
+		if f&fClosed == 0 {
+			if f&fNeedFlush != 0 {
+				l.markDirty(c)
+			}
+			if f&fNeedRead != 0 && c.readable() {
+				l.readConn(c)
+			}
+		}
+		c = next
+	}
+}
+
+// ioPhase dispatches this turn's events (see run for the order).
+func (l *loop) ioPhase(n int) {
+	for i := 0; i < n; i++ {
+		fd, tag, ev := l.p.event(i)
+		if tag == 0 {
+			continue // listener, timerfd, eventfd: handled by their phases
+		}
+		c := l.conn(fd)
+		if c == nil || uint32(c.gen) != tag {
+			l.st[cStaleEvents]++
+			continue
+		}
+		if ev&evOut != 0 && c.flags&fOutArmed != 0 {
+			l.flushConn(c)
+			if c.flags&fClosed != 0 {
+				continue
+			}
+		}
+		if ev&(evIn|evRdHup|evHup|evErr) != 0 {
+			switch {
+			case c.readable():
+				l.readConn(c)
+			case ev&(evHup|evErr) != 0 && c.flags&fClosed == 0:
+				l.closeNow(c, l.hangupCause(c))
+			}
+		}
+	}
+}
+
+// inboxPhase runs tasks from other goroutines, at most
+// MaxInboxTasksPerTurn; the rest wait for the next turn (the loop does not
+// sleep while the inbox is not empty).
+func (l *loop) inboxPhase() {
+	n := l.inbox.take(l.tasks)
+	for i := 0; i < n; i++ {
+		t := &l.tasks[i]
+		l.st[cInboxTasks]++
+		c := l.conn(int(t.fd))
+		if c == nil || c.gen != t.gen || c.flags&fClosed != 0 {
+			l.st[cStaleTasks]++
+			t.release()
+			*t = task{}
+			continue
+		}
+		switch t.kind {
+		case taskWrite:
+			if err := l.writeSegment(c, t.seg); err != nil {
+				t.release()
+				if err == ErrQueueFull {
+					l.requestClose(c, ErrQueueFull)
+				}
+			}
+		case taskClose:
+			l.requestClose(c, t.cause)
+		}
+		*t = task{}
+	}
+}
+
+// timerPhase closes connections whose deadline passed and re-arms the rest.
+func (l *loop) timerPhase() {
+	for t := l.timers.popDue(l.now); t != nil; t = l.timers.popDue(l.now) {
+		c := t.c
+		l.st[cTimerFires]++
+		if cause := l.expired(c); cause != nil {
+			l.closeNow(c, cause)
+			continue
+		}
+		l.armConn(c)
+	}
+	if l.fdPausedUntil != 0 && l.now >= l.fdPausedUntil {
+		l.fdPausedUntil = 0 // controlPhase puts the listener back
+	}
+}
+
+// expired returns the deadline c has passed, if any.
+func (l *loop) expired(c *Conn) error {
+	cfg := l.cfg
+	switch {
+	case enabled(cfg.IdleTimeout) && l.now-c.lastActive >= int64(cfg.IdleTimeout):
+		return ErrIdleTimeout
+	case enabled(cfg.FrameTimeout) && c.flags&fPartial != 0 && l.now-c.frameStart >= int64(cfg.FrameTimeout):
+		return ErrFrameTimeout
+	case enabled(cfg.WriteStallTimeout) && c.outBytes > 0 && l.now-c.progressAt >= int64(cfg.WriteStallTimeout):
+		return ErrWriteStall
+	}
+	return nil
+}
+
+// armConn sets c's one timer to the earliest moment a deadline could pass
+// given what is known now. A condition not in force (no partial frame,
+// nothing queued) counts as if it began now, so the timer fires at least
+// once per shortest timeout and a condition that begins later is caught at
+// its exact deadline: the fire that sees it re-arms for it. The data path
+// only stamps lastActive, frameStart and progressAt; it never touches the
+// heap.
+func (l *loop) armConn(c *Conn) {
+	cfg := l.cfg
+	next := int64(math.MaxInt64)
+	if enabled(cfg.IdleTimeout) {
+		next = c.lastActive + int64(cfg.IdleTimeout)
+	}
+	if enabled(cfg.FrameTimeout) {
+		from := l.now
+		if c.flags&fPartial != 0 {
+			from = c.frameStart
+		}
+		next = min(next, from+int64(cfg.FrameTimeout))
+	}
+	if enabled(cfg.WriteStallTimeout) {
+		from := l.now
+		if c.outBytes > 0 {
+			from = c.progressAt
+		}
+		next = min(next, from+int64(cfg.WriteStallTimeout))
+	}
+	if next == math.MaxInt64 {
+		return
+	}
+	l.timers.set(&c.tm, next)
+}
+
+// drainPhase carries out a shutdown: the first time, release the listener
+// and ask every connection to close after its output drains; once the drain
+// deadline passes (or Shutdown's context ends), close what is left.
+func (l *loop) drainPhase() {
+	e := l.e
+	if !e.draining.Load() {
+		return
+	}
+	if !l.draining {
+		l.draining = true
+		l.releaseListener()
+		for _, c := range l.conns {
+			if c != nil && c.flags&fClosed == 0 {
+				l.requestClose(c, ErrShutdown)
+			}
+		}
+	}
+	if d := e.drainDeadline.Load(); e.force.Load() || d != 0 && l.now >= d {
+		for _, c := range l.conns {
+			if c != nil && c.flags&fClosed == 0 {
+				l.closeNow(c, ErrShutdown)
+			}
+		}
+	}
+}
+
+// flushPhase writes each dirty connection once (one budgeted writev) and
+// finishes graceful closes whose output is gone.
+func (l *loop) flushPhase() {
+	for l.dirtyHead != nil {
+		c := l.dirtyHead
+		l.dirtyHead = c.nextDirty
+		if l.dirtyHead == nil {
+			l.dirtyTail = nil
+		}
+		c.nextDirty = nil
+		c.flags &^= fDirty
+		if c.flags&fClosed != 0 {
+			continue
+		}
+		if c.out != nil {
+			l.flushConn(c)
+		}
+		l.finishClose(c)
+	}
+}
+
+// controlPhase reconciles the listener with the gate, arms the timerfd for
+// the earliest deadline, publishes counters and decides whether to exit.
+func (l *loop) controlPhase() {
+	if want := l.wantListen(); want != l.listening {
+		l.setListening(want)
+	}
+	l.armTimerfd()
+	l.publish()
+	if l.draining && l.nconns == 0 {
+		l.exiting = true
+	}
+}
+
+// armTimerfd points the timerfd at the earliest deadline. A timerfd armed
+// earlier than needed is left alone: it fires, finds nothing due and is
+// re-armed, which is cheaper than a syscall every time the earliest
+// deadline moves later.
+func (l *loop) armTimerfd() {
+	next := int64(math.MaxInt64)
+	if t := l.timers.peek(); t != nil {
+		next = t.at
+	}
+	if l.fdPausedUntil != 0 {
+		next = min(next, l.fdPausedUntil)
+	}
+	if d := l.e.drainDeadline.Load(); l.draining && d != 0 {
+		next = min(next, d)
+	}
+	if next == math.MaxInt64 || l.timerAt > l.now && l.timerAt <= next {
+		return
+	}
+	if err := l.p.armTimer(next - l.now); err != nil {
+		l.e.fail(err)
+		return
+	}
+	l.timerAt = next
+}
+
+// exit runs when the loop goroutine ends: it closes what is left (only a
+// failure gets here with connections), refuses further inbox tasks, and
+// closes the loop's fds.
+func (l *loop) exit() {
+	for _, c := range l.conns {
+		if c != nil && c.flags&fClosed == 0 {
+			l.closeNow(c, ErrShutdown)
+		}
+	}
+	l.releaseListener()
+	l.m.Store(0)
+	l.inbox.close() // after this no goroutine touches l.p
+	l.p.close()
+	l.publish()
+	l.e.loopDone()
+}
+
+// conn returns the connection on fd, or nil.
+func (l *loop) conn(fd int) *Conn {
+	if fd < 0 || fd >= len(l.conns) {
+		return nil
+	}
+	return l.conns[fd]
+}
+
+func (l *loop) setConn(fd int, c *Conn) {
+	if fd >= len(l.conns) {
+		n := max(64, 2*len(l.conns), fd+1)
+		grown := make([]*Conn, n)
+		copy(grown, l.conns)
+		l.conns = grown
+	}
+	l.conns[fd] = c
+}
+
+// ready puts c on the ready list for the next turn with flag f.
+func (l *loop) ready(c *Conn, f connFlag) {
+	c.flags |= f
+	if c.flags&fReady != 0 {
+		return
+	}
+	c.flags |= fReady
+	l.nReady++
+	if l.readyTail == nil {
+		l.readyHead = c
+	} else {
+		l.readyTail.nextReady = c
+	}
+	l.readyTail = c
+}
+
+// markDirty puts c on this turn's flush list.
+func (l *loop) markDirty(c *Conn) {
+	if c.flags&fDirty != 0 {
+		return
+	}
+	c.flags |= fDirty
+	if l.dirtyTail == nil {
+		l.dirtyHead = c
+	} else {
+		l.dirtyTail.nextDirty = c
+	}
+	l.dirtyTail = c
+}

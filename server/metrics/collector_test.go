@@ -1,0 +1,348 @@
+package metrics_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/sluicenet/sluice/server"
+	"github.com/sluicenet/sluice/server/metrics"
+)
+
+// scripted returns a Stats with a distinct value in every field.
+func scripted() server.Stats {
+	s := server.Stats{
+		Loops: 2, ConnsOpen: 7, GateOpen: true, GateTransitions: 4, InboxFull: 3,
+		Accepted: 100, AcceptErrors: 2, AcceptPauses: 5,
+		Reads: 1000, BytesIn: 65536, Frames: 900, ReadBudgetSpent: 11,
+		Flushes: 800, BytesOut: 60000, OutArms: 12, FlushBudgetSpent: 13,
+		Pauses: 14, QueueFull: 15, Rejects: 16,
+		InboxTasks: 17, StaleEvents: 18, StaleTasks: 19, TimerFires: 20,
+		Turns: 5000, BlockingWaits: 4000, Events: 6000,
+		ReadyListLen: 21, QueuedOutBytes: 4096, QueuedInBytes: 512,
+	}
+	for i := range s.Closed {
+		s.Closed[i] = uint64(30 + i)
+	}
+	return s
+}
+
+func register(t *testing.T, c prometheus.Collector) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	return reg
+}
+
+func newCollector(t *testing.T, src metrics.Source, opts metrics.Options) *metrics.Collector {
+	t.Helper()
+	c, err := metrics.New(src, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c
+}
+
+// values gathers reg into name{label="v",...} -> value (counter, gauge) or
+// -> sample count (histogram), and name -> family.
+func values(t *testing.T, reg prometheus.Gatherer) (map[string]float64, map[string]*dto.MetricFamily) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	vals := map[string]float64{}
+	fams := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		fams[mf.GetName()] = mf
+		for _, m := range mf.GetMetric() {
+			var lb []string
+			for _, lp := range m.GetLabel() {
+				lb = append(lb, fmt.Sprintf("%s=%q", lp.GetName(), lp.GetValue()))
+			}
+			key := mf.GetName()
+			if len(lb) > 0 {
+				key += "{" + strings.Join(lb, ",") + "}"
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				vals[key] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				vals[key] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				vals[key] = float64(m.GetHistogram().GetSampleCount())
+			default:
+				t.Fatalf("%s: unexpected type %v", key, mf.GetType())
+			}
+		}
+	}
+	return vals, fams
+}
+
+func TestNewNilSource(t *testing.T) {
+	if _, err := metrics.New(nil, metrics.Options{}); !errors.Is(err, metrics.ErrNilSource) {
+		t.Fatalf("New(nil): err = %v, want ErrNilSource", err)
+	}
+	if _, err := metrics.NewForEngine(nil, metrics.Options{}); !errors.Is(err, metrics.ErrNilSource) {
+		t.Fatalf("NewForEngine(nil): err = %v, want ErrNilSource", err)
+	}
+}
+
+// TestEngineMetricsExposition pins names, types, HELP and values of a
+// representative set in the text format.
+func TestEngineMetricsExposition(t *testing.T) {
+	s := scripted()
+	c := newCollector(t, metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{})
+	want := `
+# HELP sluice_connections_accepted_total Connections accepted.
+# TYPE sluice_connections_accepted_total counter
+sluice_connections_accepted_total 100
+# HELP sluice_connections_open Connections open now.
+# TYPE sluice_connections_open gauge
+sluice_connections_open 7
+# HELP sluice_gate_open 1 while the listen gate is open (listeners in epoll), 0 while it is closed.
+# TYPE sluice_gate_open gauge
+sluice_gate_open 1
+# HELP sluice_read_bytes_total Bytes read from connections.
+# TYPE sluice_read_bytes_total counter
+sluice_read_bytes_total 65536
+# HELP sluice_written_bytes_total Bytes written to connections.
+# TYPE sluice_written_bytes_total counter
+sluice_written_bytes_total 60000
+# HELP sluice_epollout_arms_total Flushes that hit EAGAIN and armed EPOLLOUT (the peer or the socket buffer is slower than the server).
+# TYPE sluice_epollout_arms_total counter
+sluice_epollout_arms_total 12
+# HELP sluice_queued_bytes Bytes held now, all connections: direction="in" is unparsed input kept, direction="out" is output queued and not yet written.
+# TYPE sluice_queued_bytes gauge
+sluice_queued_bytes{direction="in"} 512
+sluice_queued_bytes{direction="out"} 4096
+# HELP sluice_connections_closed_total Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error).
+# TYPE sluice_connections_closed_total counter
+sluice_connections_closed_total{cause="frame_timeout"} 33
+sluice_connections_closed_total{cause="frame_too_large"} 35
+sluice_connections_closed_total{cause="idle_timeout"} 32
+sluice_connections_closed_total{cause="io_error"} 40
+sluice_connections_closed_total{cause="local"} 31
+sluice_connections_closed_total{cause="malformed"} 36
+sluice_connections_closed_total{cause="peer_closed"} 30
+sluice_connections_closed_total{cause="queue_full"} 37
+sluice_connections_closed_total{cause="rejected"} 38
+sluice_connections_closed_total{cause="shutdown"} 39
+sluice_connections_closed_total{cause="write_stall"} 34
+`
+	err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"sluice_connections_accepted_total", "sluice_connections_open", "sluice_gate_open",
+		"sluice_read_bytes_total", "sluice_written_bytes_total", "sluice_epollout_arms_total",
+		"sluice_queued_bytes", "sluice_connections_closed_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEngineMetricsValues checks every unlabelled engine metric's type,
+// non-empty HELP and value against the scripted snapshot.
+func TestEngineMetricsValues(t *testing.T) {
+	s := scripted()
+	reg := register(t, newCollector(t, metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{}))
+	vals, fams := values(t, reg)
+	const ctr, gau = dto.MetricType_COUNTER, dto.MetricType_GAUGE
+	want := []struct {
+		name string
+		typ  dto.MetricType
+		v    float64
+	}{
+		{"sluice_event_loops", gau, 2},
+		{"sluice_connections_open", gau, 7},
+		{"sluice_connections_accepted_total", ctr, 100},
+		{"sluice_accept_errors_total", ctr, 2},
+		{"sluice_accept_pauses_total", ctr, 5},
+		{"sluice_gate_open", gau, 1},
+		{"sluice_gate_transitions_total", ctr, 4},
+		{"sluice_reads_total", ctr, 1000},
+		{"sluice_read_bytes_total", ctr, 65536},
+		{"sluice_frames_decoded_total", ctr, 900},
+		{"sluice_read_budget_spent_total", ctr, 11},
+		{"sluice_frames_rejected_total", ctr, 16},
+		{"sluice_flushes_total", ctr, 800},
+		{"sluice_written_bytes_total", ctr, 60000},
+		{"sluice_epollout_arms_total", ctr, 12},
+		{"sluice_flush_budget_spent_total", ctr, 13},
+		{"sluice_backpressure_pauses_total", ctr, 14},
+		{"sluice_out_queue_full_total", ctr, 15},
+		{"sluice_loop_turns_total", ctr, 5000},
+		{"sluice_loop_blocking_waits_total", ctr, 4000},
+		{"sluice_epoll_events_total", ctr, 6000},
+		{"sluice_ready_list_connections", gau, 21},
+		{"sluice_inbox_tasks_total", ctr, 17},
+		{"sluice_inbox_full_total", ctr, 3},
+		{"sluice_stale_events_total", ctr, 18},
+		{"sluice_stale_tasks_total", ctr, 19},
+		{"sluice_timer_fires_total", ctr, 20},
+	}
+	for i, w := range want {
+		mf := fams[w.name]
+		if mf == nil {
+			t.Errorf("%d: %s missing", i, w.name)
+			continue
+		}
+		if mf.GetType() != w.typ {
+			t.Errorf("%d: %s type %v, want %v", i, w.name, mf.GetType(), w.typ)
+		}
+		if len(mf.GetHelp()) < 10 {
+			t.Errorf("%d: %s HELP %q too short", i, w.name, mf.GetHelp())
+		}
+		if got := vals[w.name]; got != w.v {
+			t.Errorf("%d: %s = %v, want %v", i, w.name, got, w.v)
+		}
+	}
+	// 27 unlabelled + closed_total + queued_bytes
+	if len(fams) != len(want)+2 {
+		var names []string
+		for n := range fams {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		t.Errorf("%d families, want %d: %v", len(fams), len(want)+2, names)
+	}
+	s.GateOpen = false
+	if vals, _ := values(t, reg); vals["sluice_gate_open"] != 0 {
+		t.Errorf("gate closed: sluice_gate_open = %v, want 0", vals["sluice_gate_open"])
+	}
+}
+
+// TestEveryStatsFieldExported changes one field of server.Stats at a time
+// and checks that some metric moves: a field added to server.Stats without
+// a metric here fails this test (add it to engineMetrics and to
+// docs/OBSERVABILITY.md).
+func TestEveryStatsFieldExported(t *testing.T) {
+	var s server.Stats
+	reg := register(t, newCollector(t, metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{}))
+	base, _ := values(t, reg)
+	rt := reflect.TypeFor[server.Stats]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		s = server.Stats{}
+		fv := reflect.ValueOf(&s).Elem().Field(i)
+		switch fv.Kind() {
+		case reflect.Bool:
+			fv.SetBool(true)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			fv.SetInt(3)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			fv.SetUint(3)
+		case reflect.Array:
+			for j := range fv.Len() {
+				fv.Index(j).SetUint(uint64(j + 1))
+			}
+		default:
+			t.Errorf("server.Stats.%s: kind %v not handled by this test; export it and extend the test", f.Name, fv.Kind())
+			continue
+		}
+		got, _ := values(t, reg)
+		moved := 0
+		for k, v := range got {
+			if base[k] != v {
+				moved++
+			}
+		}
+		want := 1
+		if fv.Kind() == reflect.Array {
+			want = fv.Len() // one series per element
+		}
+		if moved < want {
+			t.Errorf("server.Stats.%s: %d series moved, want %d: the field is not exported", f.Name, moved, want)
+		}
+	}
+}
+
+// TestLint runs promlint (Prometheus naming conventions: units, _total on
+// counters, no camel case) over every metric, with all sources set.
+func TestLint(t *testing.T) {
+	s := scripted()
+	c := newCollector(t, metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{
+		Admission:  metrics.AdmissionFunc(scriptedAdmission),
+		Histograms: metrics.HistogramFunc(scriptedHistograms),
+		Logs:       suppressed(9),
+	})
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+type suppressed uint64
+
+func (s suppressed) Suppressed() uint64 { return uint64(s) }
+
+func TestConstLabelsAndLogs(t *testing.T) {
+	s := scripted()
+	c := newCollector(t, metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{
+		ConstLabels: prometheus.Labels{"server": "echo"},
+		Logs:        suppressed(9),
+	})
+	want := `
+# HELP sluice_connections_accepted_total Connections accepted.
+# TYPE sluice_connections_accepted_total counter
+sluice_connections_accepted_total{server="echo"} 100
+# HELP sluice_log_records_suppressed_total Log records dropped by the rate limiter (internal/ratelog).
+# TYPE sluice_log_records_suppressed_total counter
+sluice_log_records_suppressed_total{server="echo"} 9
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"sluice_connections_accepted_total", "sluice_log_records_suppressed_total"); err != nil {
+		t.Fatal(err)
+	}
+	bad := newCollector(t, metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{
+		ConstLabels: prometheus.Labels{"bad-label": "x"},
+	})
+	if err := prometheus.NewRegistry().Register(bad); err == nil {
+		t.Fatal("Register accepted an invalid const label name")
+	}
+}
+
+// TestCollectorIsLive checks that each scrape reads a new snapshot.
+func TestCollectorIsLive(t *testing.T) {
+	var s server.Stats
+	calls := 0
+	reg := register(t, newCollector(t, metrics.SourceFunc(func() server.Stats { calls++; return s }), metrics.Options{}))
+	for i, n := range []uint64{0, 5, 5, 12} {
+		s.Accepted = n
+		vals, _ := values(t, reg)
+		if got := vals["sluice_connections_accepted_total"]; got != float64(n) {
+			t.Errorf("%d: accepted = %v, want %d", i, got, n)
+		}
+		if calls != i+1 {
+			t.Errorf("%d: %d Stats calls, want %d (one per scrape)", i, calls, i+1)
+		}
+	}
+}
+
+func BenchmarkCollect(b *testing.B) {
+	s := scripted()
+	c, err := metrics.New(metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{
+		Admission:  metrics.AdmissionFunc(scriptedAdmission),
+		Histograms: metrics.HistogramFunc(scriptedHistograms),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := reg.Gather(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package server
+
+// The poller contract. A backend file (poller_linux.go; poller_other.go
+// elsewhere) defines exactly this, and the loop uses nothing else:
+//
+//	type poller struct{ ... }                         // one per loop, owned by it
+//	func (p *poller) open(maxEvents int) error        // event set, timer fd, wake-up fd
+//	func (p *poller) add(fd int, ev, tag uint32) error // register fd for ev
+//	func (p *poller) mod(fd int, ev, tag uint32) error // change fd's interest
+//	func (p *poller) del(fd int) error                 // unregister fd
+//	func (p *poller) wait(block bool) (int, error)    // fill the event array; block=false never sleeps
+//	func (p *poller) event(i int) (fd int, tag, ev uint32) // the i-th event of the last wait
+//	func (p *poller) wake() error                     // make a blocked wait return; any goroutine
+//	func (p *poller) armTimer(afterNanos int64) error // the timer fd fires once after afterNanos
+//	func (p *poller) close()                          // release everything open opened
+//
+// and the event bits evIn, evOut, evRdHup, evHup, evErr, evEdge, evExclusive.
+//
+// tag is 32 bits the backend hands back with each event: the loop stores the
+// low bits of the connection generation there, so an event for an fd that
+// was closed and reused is recognised as stale and dropped. The timer and
+// wake-up fds are registered with tag 0, which no connection uses.
+//
+// The socket side of the backend is a handful of functions, each one
+// syscall, returning errno rather than error so the hot path allocates
+// nothing (wrapping with os.NewSyscallError happens where an error leaves
+// the engine):
+//
+//	func sysRead(fd int, b []byte) (int, errno)
+//	func sysClose(fd int)
+//	func sysAccept(lfd int) (fd int, peer netip.AddrPort, err errno)
+//	func setNoDelay(fd int) errno
+//	func sockError(fd int) error
+//	func listenTCP(addr string, reusePort bool, backlog int) (fd int, bound netip.AddrPort, err error)
+//	func listenAt(fd int) netip.AddrPort
+//
+// platformSupported is true only where a backend exists; New returns
+// ErrUnsupported elsewhere.

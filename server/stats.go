@@ -1,0 +1,191 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// CloseCause classifies why a connection closed, for counters and metrics.
+type CloseCause uint8
+
+// Close causes, from the sentinel errors.
+const (
+	CausePeerClosed    CloseCause = iota // ErrPeerClosed
+	CauseLocal                           // ErrLocalClose (Close, handler Action Close)
+	CauseIdleTimeout                     // ErrIdleTimeout
+	CauseFrameTimeout                    // ErrFrameTimeout
+	CauseWriteStall                      // ErrWriteStall
+	CauseFrameTooLarge                   // ErrFrameTooLarge
+	CauseMalformed                       // ErrMalformed
+	CauseQueueFull                       // ErrQueueFull
+	CauseRejected                        // ErrRejected
+	CauseShutdown                        // ErrShutdown
+	CauseIOError                         // anything else: ECONNRESET, EPIPE, a handler's own cause
+	NumCloseCauses                       // number of causes
+)
+
+var causeNames = [NumCloseCauses]string{
+	"peer_closed", "local", "idle_timeout", "frame_timeout", "write_stall",
+	"frame_too_large", "malformed", "queue_full", "rejected", "shutdown", "io_error",
+}
+
+// String returns the cause's metric label, e.g. "idle_timeout".
+func (c CloseCause) String() string {
+	if c < NumCloseCauses {
+		return causeNames[c]
+	}
+	return fmt.Sprintf("CloseCause(%d)", uint8(c))
+}
+
+// CauseOf classifies a close cause error.
+func CauseOf(err error) CloseCause {
+	switch {
+	case errors.Is(err, ErrPeerClosed):
+		return CausePeerClosed
+	case errors.Is(err, ErrLocalClose):
+		return CauseLocal
+	case errors.Is(err, ErrIdleTimeout):
+		return CauseIdleTimeout
+	case errors.Is(err, ErrFrameTimeout):
+		return CauseFrameTimeout
+	case errors.Is(err, ErrWriteStall):
+		return CauseWriteStall
+	case errors.Is(err, ErrFrameTooLarge):
+		return CauseFrameTooLarge
+	case errors.Is(err, ErrMalformed):
+		return CauseMalformed
+	case errors.Is(err, ErrQueueFull):
+		return CauseQueueFull
+	case errors.Is(err, ErrRejected):
+		return CauseRejected
+	case errors.Is(err, ErrShutdown):
+		return CauseShutdown
+	}
+	return CauseIOError
+}
+
+// Per-loop counter indices. Each loop counts in plain memory (st) and
+// copies to atomics (pub) once per turn and before it sleeps; Stats sums
+// the atomics. So the hot path has no atomic and no shared cache line, and a
+// snapshot is at most one turn old.
+const (
+	cTurns = iota
+	cBlockingWaits
+	cEvents
+	cAccepted
+	cAcceptErrors
+	cAcceptPauses
+	cReads
+	cBytesIn
+	cFrames
+	cReadBudgetSpent
+	cFlushes
+	cBytesOut
+	cOutArms
+	cFlushBudgetSpent
+	cPauses
+	cQueueFull
+	cRejects
+	cInboxTasks
+	cStaleEvents
+	cStaleTasks
+	cTimerFires
+	// gauges, set at publish
+	gConns
+	gReadyLen
+	gOutBytes
+	gInBytes
+	cClosedBase
+	numCounters = cClosedBase + int(NumCloseCauses)
+)
+
+type counters [numCounters]uint64
+
+type published [numCounters]atomic.Uint64
+
+// publish copies the loop's counters and gauges to its atomics.
+func (l *loop) publish() {
+	l.st[gConns] = uint64(l.nconns)
+	l.st[gReadyLen] = uint64(l.nReady)
+	l.st[gOutBytes] = uint64(l.outBytes)
+	l.st[gInBytes] = uint64(l.inBytes)
+	for i := range l.st {
+		if l.pub[i].Load() != l.st[i] {
+			l.pub[i].Store(l.st[i])
+		}
+	}
+}
+
+// Stats is a snapshot of an engine's counters, summed over its loops; each
+// loop's part is at most one loop turn old.
+type Stats struct {
+	Loops int // event loops
+
+	ConnsOpen       int64  // connections open now (engine-wide)
+	GateOpen        bool   // the listen gate is open
+	GateTransitions uint64 // gate open→closed plus closed→open
+	InboxFull       uint64 // off-loop calls refused with ErrInboxFull
+
+	Accepted     uint64                 // connections accepted
+	AcceptErrors uint64                 // accept4/setup failures other than fd shortage
+	AcceptPauses uint64                 // listener paused for EMFILE/ENFILE/ENOBUFS/ENOMEM
+	Closed       [NumCloseCauses]uint64 // connections closed, by CloseCause
+
+	Reads           uint64 // read(2) calls that returned data
+	BytesIn         uint64 // bytes read
+	Frames          uint64 // frames decoded
+	ReadBudgetSpent uint64 // reads stopped by ReadBudgetBytes (connection to the ready list)
+
+	Flushes          uint64 // ioflush.Flush calls (writev, usually one each)
+	BytesOut         uint64 // bytes written
+	OutArms          uint64 // EPOLLOUT armed after a would-block flush
+	FlushBudgetSpent uint64 // flushes stopped by FlushBudgetBytes (to the ready list)
+	Pauses           uint64 // reading paused by backpressure (high watermark)
+	QueueFull        uint64 // writes refused with ErrQueueFull
+	Rejects          uint64 // frames refused by admission
+
+	InboxTasks  uint64 // off-loop tasks run
+	StaleEvents uint64 // epoll events for a closed or reused fd, dropped
+	StaleTasks  uint64 // inbox tasks for a closed connection, dropped
+	TimerFires  uint64 // connection timers that fired
+
+	Turns         uint64 // loop turns
+	BlockingWaits uint64 // turns that slept in epoll_wait
+	Events        uint64 // epoll events
+
+	ReadyListLen   int64 // connections on ready lists now
+	QueuedOutBytes int64 // bytes in out-queues now
+	QueuedInBytes  int64 // unparsed input bytes kept now
+}
+
+// Stats returns a snapshot of the engine's counters. It takes no lock that
+// the loops take and is safe from any goroutine.
+func (e *Engine) Stats() Stats {
+	s := Stats{
+		Loops:           len(e.loops),
+		ConnsOpen:       e.conns.Load(),
+		GateOpen:        e.gate.Load() == 0,
+		GateTransitions: e.gateTransitions.Load(),
+		InboxFull:       e.inboxFull.Load(),
+	}
+	var sum counters
+	for _, l := range e.loops {
+		for i := range sum {
+			sum[i] += l.pub[i].Load()
+		}
+	}
+	s.Accepted, s.AcceptErrors, s.AcceptPauses = sum[cAccepted], sum[cAcceptErrors], sum[cAcceptPauses]
+	for i := range s.Closed {
+		s.Closed[i] = sum[cClosedBase+i]
+	}
+	s.Reads, s.BytesIn, s.Frames, s.ReadBudgetSpent = sum[cReads], sum[cBytesIn], sum[cFrames], sum[cReadBudgetSpent]
+	s.Flushes, s.BytesOut, s.OutArms, s.FlushBudgetSpent = sum[cFlushes], sum[cBytesOut], sum[cOutArms], sum[cFlushBudgetSpent]
+	s.Pauses, s.QueueFull, s.Rejects = sum[cPauses], sum[cQueueFull], sum[cRejects]
+	s.InboxTasks, s.StaleEvents, s.StaleTasks, s.TimerFires = sum[cInboxTasks], sum[cStaleEvents], sum[cStaleTasks], sum[cTimerFires]
+	s.Turns, s.BlockingWaits, s.Events = sum[cTurns], sum[cBlockingWaits], sum[cEvents]
+	s.ReadyListLen = int64(sum[gReadyLen])
+	s.QueuedOutBytes = int64(sum[gOutBytes])
+	s.QueuedInBytes = int64(sum[gInBytes])
+	return s
+}
