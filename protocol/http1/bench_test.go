@@ -102,3 +102,23 @@ func BenchmarkDecodeRequestPlaintext(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlaintextGETOnePass: the plaintext request served with
+// DecodeRequest (one pass) instead of Decode + Parse.
+func BenchmarkPlaintextGETOnePass(b *testing.B) {
+	var c http1.Codec
+	var req http1.Request
+	var dates http1.DateCache
+	in := []byte(wrkPlaintext)
+	out := make([]byte, 0, 4096)
+	now := time.Unix(1_790_000_000, 0)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(in)))
+	for i := 0; i < b.N; i++ {
+		n, err := c.DecodeRequest(in, &req)
+		if n != len(in) || err != nil {
+			b.Fatal(n, err)
+		}
+		out = req.AppendResponse(out[:0], 200, "text/plain", hello, dates.Value(now))
+	}
+}

@@ -1,5 +1,7 @@
 package http1
 
+import "encoding/binary"
+
 // Byte classes from RFC 9110 section 5.6.2 (token) and 5.5 (field value),
 // as lookup tables so the scanners do one load per byte.
 var (
@@ -59,4 +61,57 @@ func trimOWS(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// Word-at-a-time scanning (SWAR): the bytes of a little-endian uint64 are
+// tested eight at a time, and the byte loop takes over at the first word
+// that may hold a byte outside the class. Values and targets are mostly
+// plain ASCII, so this skips most of the per-byte table loads.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// hasLess reports whether some byte of x that is below 0x80 is below n
+// (n <= 0x80): the classic "haszero(x - n)" bit trick.
+func hasLess(x uint64, n byte) bool {
+	return (x-ones*uint64(n))&^x&highs != 0
+}
+
+// hasByte reports whether some byte of x equals c.
+func hasByte(x uint64, c byte) bool {
+	y := x ^ ones*uint64(c)
+	return (y-ones)&^y&highs != 0
+}
+
+// scanField returns the index of the first byte at or after i that is not
+// a fieldChar (the CR ending the value, or an invalid byte).
+func scanField(b []byte, i int) int {
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if hasLess(x, 0x20) || hasByte(x, 0x7f) {
+			break
+		}
+		i += 8
+	}
+	for i < len(b) && fieldChar[b[i]] {
+		i++
+	}
+	return i
+}
+
+// scanTarget returns the index of the first byte at or after i that is not
+// a targetChar (the SP ending the target, or an invalid byte).
+func scanTarget(b []byte, i int) int {
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if x&highs != 0 || hasLess(x, 0x21) || hasByte(x, 0x7f) {
+			break
+		}
+		i += 8
+	}
+	for i < len(b) && targetChar[b[i]] {
+		i++
+	}
+	return i
 }

@@ -94,9 +94,7 @@ func (p *parser) requestLine() error {
 	method := b[start:i:i]
 	i++
 	tstart := i
-	for i < len(b) && targetChar[b[i]] {
-		i++
-	}
+	i = scanTarget(b, i)
 	if i == len(b) {
 		return errMore
 	}
@@ -212,9 +210,7 @@ func (p *parser) headerLine() error {
 		i++
 	}
 	vstart := i
-	for i < len(b) && fieldChar[b[i]] {
-		i++
-	}
+	i = scanField(b, i)
 	if i == len(b) {
 		return errMore
 	}
