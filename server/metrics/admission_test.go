@@ -172,11 +172,11 @@ func TestAdmissionDuplicates(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mfs, err := reg.Gather()
-	var me prometheus.MultiError
-	if !errors.As(err, &me) || len(me) != 2 {
+	errs := gatherErrors(err)
+	if len(errs) != 2 {
 		t.Fatalf("Gather err = %v, want 2 errors", err)
 	}
-	for i, e := range me {
+	for i, e := range errs {
 		if !errors.Is(e, metrics.ErrDuplicateSeries) {
 			t.Errorf("%d: %v is not ErrDuplicateSeries", i, e)
 		}

@@ -96,8 +96,7 @@ func TestBadHistogramFailsOnlyItself(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mfs, err := reg.Gather()
-	var me prometheus.MultiError
-	if !errors.As(err, &me) || len(me) != 1 || !errors.Is(me[0], metrics.ErrBadHistogram) {
+	if errs := gatherErrors(err); len(errs) != 1 || !errors.Is(errs[0], metrics.ErrBadHistogram) {
 		t.Fatalf("Gather err = %v, want one ErrBadHistogram", err)
 	}
 	if len(mfs) < 20 {
