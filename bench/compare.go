@@ -39,6 +39,12 @@ type CompareConfig struct {
 	ModuleDir string `json:"-"`
 	// GoCmd is the go command ("" = "go").
 	GoCmd string `json:"-"`
+	// BenchBin is a binary whose "load" and "peer" commands are those of
+	// cmd/bench (package bench/cli), run as the generator and the peers; ""
+	// builds ./cmd/bench. BenchEnv is added to the environment of its
+	// processes.
+	BenchBin string   `json:"-"`
+	BenchEnv []string `json:"-"`
 	// Servers, in the order they alternate within a round (nil =
 	// DefaultServers).
 	Servers []string `json:"servers"`
@@ -67,6 +73,9 @@ type CompareConfig struct {
 	// IdleConns is the number of idle connections for the memory measurement
 	// (0 = 10,000; negative = skip it).
 	IdleConns int `json:"idle_conns"`
+	// IdleSettle is how long the server is left to settle before each memory
+	// reading (0 = 500 ms).
+	IdleSettle time.Duration `json:"idle_settle_ns"`
 	// StraceScenario is the closed-loop scenario run under strace -c -f for
 	// the system-call mix ("" = 256x16x64; "none" = skip); StraceDuration its
 	// length (0 = 2s).
@@ -117,6 +126,9 @@ func (c CompareConfig) withDefaults() CompareConfig {
 	}
 	if c.IdleConns == 0 {
 		c.IdleConns = 10000
+	}
+	if c.IdleSettle == 0 {
+		c.IdleSettle = 500 * time.Millisecond
 	}
 	if c.StraceScenario == "" {
 		c.StraceScenario = "256x16x64"

@@ -182,17 +182,20 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Report, error) {
 // build builds cmd/bench (the generator and the peers; required) and, when
 // sluice is requested, cmd/echo (optional: unbuildable means unavailable).
 func (c *comparison) build(ctx context.Context, dir string) error {
-	c.benchBin = filepath.Join(dir, "bench")
-	c.status("building ./cmd/bench")
-	if err := goBuild(ctx, c.cfg.GoCmd, c.cfg.ModuleDir, "./cmd/bench", c.benchBin); err != nil {
-		return fmt.Errorf("sluice: bench: the generator and peers do not build: %w", err)
+	c.benchBin = c.cfg.BenchBin
+	if c.benchBin == "" {
+		c.benchBin = filepath.Join(dir, "bench")
+		c.done("building ./cmd/bench")
+		if err := goBuild(ctx, c.cfg.GoCmd, c.cfg.ModuleDir, "./cmd/bench", c.benchBin); err != nil {
+			return fmt.Errorf("sluice: bench: the generator and peers do not build: %w", err)
+		}
 	}
 	for _, srv := range c.cfg.Servers {
 		st := ServerStatus{Name: srv, Available: true}
 		switch srv {
 		case ServerSluice:
 			bin := filepath.Join(dir, "echo")
-			c.status("building ./cmd/echo")
+			c.done("building ./cmd/echo")
 			st.Command = "cmd/echo " + strings.Join(c.serverArgs(srv), " ")
 			if _, err := os.Stat(filepath.Join(c.cfg.ModuleDir, "cmd", "echo")); err != nil {
 				st.Available, st.Reason = false, "./cmd/echo does not exist yet"
@@ -229,7 +232,11 @@ func (c *comparison) startServer(srv string) (*serverProc, error) {
 	if !c.cfg.NoPin {
 		cpus = c.cfg.ServerCPUs
 	}
-	return startServer(c.bins[srv], c.serverArgs(srv), c.cfg.ServerProcs, cpus, serverStartTimeout)
+	var env []string
+	if c.bins[srv] == c.benchBin {
+		env = c.cfg.BenchEnv
+	}
+	return startServer(c.bins[srv], c.serverArgs(srv), env, c.cfg.ServerProcs, cpus, serverStartTimeout)
 }
 
 // loadArgs is the generator's command line for scenario s at rate (0: closed).
@@ -254,7 +261,7 @@ func (c *comparison) runLoadChild(ctx context.Context, args []string, window tim
 		cpus = c.cfg.ClientCPUs
 	}
 	timeout := window + DefaultConnectTimeout + 30*time.Second
-	out, runErr := runChild(ctx, c.benchBin, args, c.cfg.ClientProcs, cpus, timeout)
+	out, runErr := runChild(ctx, c.benchBin, args, c.cfg.BenchEnv, c.cfg.ClientProcs, cpus, timeout)
 	var res LoadResult
 	if len(out) > 0 {
 		if err := json.Unmarshal(out, &res); err == nil {
@@ -341,7 +348,7 @@ func (c *comparison) openRates(open []Scenario, cells map[string]*Cell) func(Sce
 			if p[srv] <= 0 {
 				return 0, fmt.Errorf("%w: %s has no result in %s", ErrNoPeak, srv, s.Ref)
 			}
-			return s.LoadFraction * p[srv], nil
+			return math.Round(s.LoadFraction * p[srv]), nil
 		}
 		lowest := math.Inf(1)
 		for _, v := range p {
@@ -350,7 +357,7 @@ func (c *comparison) openRates(open []Scenario, cells map[string]*Cell) func(Sce
 		if math.IsInf(lowest, 1) {
 			return 0, fmt.Errorf("%w: no server has a result in %s", ErrNoPeak, s.Ref)
 		}
-		return s.LoadFraction * lowest, nil
+		return math.Round(s.LoadFraction * lowest), nil
 	}
 }
 

@@ -38,9 +38,6 @@ func (r IdleResult) line() string {
 	return fmt.Sprintf("%d conns: %.2f KiB/conn idle, %.2f KiB/conn after one echo", r.Conns, r.IdleKiBPerConn, r.EchoedKiBPerConn)
 }
 
-// idleSettle is how long the server gets to settle before each reading.
-const idleSettle = 500 * time.Millisecond
-
 // measureIdle starts a fresh srv, opens cfg.IdleConns connections, and reads
 // its resident memory before, with the connections idle, and after one echo
 // on each.
@@ -59,7 +56,7 @@ func (c *comparison) measureIdle(ctx context.Context, srv string) IdleResult {
 		}
 		return pc.RSSKiB
 	}
-	sleepCtx(ctx, idleSettle)
+	sleepCtx(ctx, c.cfg.IdleSettle)
 	res.BaseRSSKiB = rss()
 	baseFds := countFds(p.pid)
 
@@ -81,12 +78,12 @@ func (c *comparison) measureIdle(ctx context.Context, srv string) IdleResult {
 	for countFds(p.pid)-baseFds < len(fds) && time.Now().Before(deadline) && ctx.Err() == nil {
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
-	sleepCtx(ctx, idleSettle)
+	sleepCtx(ctx, c.cfg.IdleSettle)
 	res.IdleRSSKiB = rss()
 	if err := echoOnce(fds, c.cfg.Codec, 10*time.Second); err != nil {
 		res.Error = "one echo per connection: " + err.Error()
 	}
-	sleepCtx(ctx, idleSettle)
+	sleepCtx(ctx, c.cfg.IdleSettle)
 	res.EchoedRSSKiB = rss()
 	res.IdleKiBPerConn = float64(res.IdleRSSKiB-res.BaseRSSKiB) / float64(len(fds))
 	res.EchoedKiBPerConn = float64(res.EchoedRSSKiB-res.BaseRSSKiB) / float64(len(fds))

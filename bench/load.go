@@ -77,9 +77,6 @@ func (s SizeSpec) String() string {
 	return strconv.Itoa(s.Min) + "-" + strconv.Itoa(s.Max)
 }
 
-// mean returns the mean payload size.
-func (s SizeSpec) mean() float64 { return float64(s.Min+s.Max) / 2 }
-
 // LoadConfig describes one load run. The zero value of every optional field
 // selects the documented default.
 type LoadConfig struct {

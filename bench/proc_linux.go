@@ -57,11 +57,12 @@ type serverProc struct {
 // listenPrefix is the line cmd/echo and the peers print once they accept.
 const listenPrefix = "listening on "
 
-// startServer starts bin with args, GOMAXPROCS=procs and pinned to cpus, and
-// waits up to timeout for its "listening on HOST:PORT" line.
-func startServer(bin string, args []string, procs int, cpus []int, timeout time.Duration) (*serverProc, error) {
+// startServer starts bin with args, env added to the environment,
+// GOMAXPROCS=procs and pinned to cpus, and waits up to timeout for its
+// "listening on HOST:PORT" line.
+func startServer(bin string, args, env []string, procs int, cpus []int, timeout time.Duration) (*serverProc, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs))
+	cmd.Env = append(append(os.Environ(), env...), fmt.Sprintf("GOMAXPROCS=%d", procs))
 	p := &serverProc{cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = &p.output
 	stdout, err := cmd.StdoutPipe()
@@ -156,13 +157,13 @@ func (p *serverProc) kill() {
 	<-p.done
 }
 
-// runChild runs bin with args, GOMAXPROCS=procs, pinned to cpus, and returns
-// its stdout; ctx or timeout kill it.
-func runChild(ctx context.Context, bin string, args []string, procs int, cpus []int, timeout time.Duration) ([]byte, error) {
+// runChild runs bin with args, env added to the environment, GOMAXPROCS=procs,
+// pinned to cpus, and returns its stdout; ctx or timeout kill it.
+func runChild(ctx context.Context, bin string, args, env []string, procs int, cpus []int, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs))
+	cmd.Env = append(append(os.Environ(), env...), fmt.Sprintf("GOMAXPROCS=%d", procs))
 	var out bytes.Buffer
 	var errOut tailBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

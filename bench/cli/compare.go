@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -60,6 +60,11 @@ func runCompare(ctx context.Context, args []string) error {
 		if cfg.ClientCPUs, err = bench.ParseCPUList(*clientCPUs); err != nil {
 			return err
 		}
+	}
+	// This binary is also the generator and the peers: the runner starts it
+	// with "load" and "peer" instead of building ./cmd/bench again.
+	if exe, err := os.Executable(); err == nil {
+		cfg.BenchBin = exe
 	}
 	if !*jsonOut {
 		cfg.Progress = os.Stderr

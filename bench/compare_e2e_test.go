@@ -1,0 +1,229 @@
+//go:build linux
+
+package bench_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicenet/sluice/bench"
+	"github.com/sluicenet/sluice/bench/cli"
+)
+
+// childEnv makes this test binary act as cmd/bench (its "load" and "peer"
+// commands) when the comparison runner starts it.
+const childEnv = "SLUICE_BENCH_TEST_CHILD=1"
+
+func TestMain(m *testing.M) {
+	if os.Getenv("SLUICE_BENCH_TEST_CHILD") == "1" {
+		os.Exit(cli.Main(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestCompareEndToEnd runs a tiny comparison (one round, sub-second runs) of
+// sluice's cmd/echo, gnet and net on loopback and checks that the report has
+// every server and every scenario. While cmd/echo does not build, sluice must
+// be reported as unavailable with the reason.
+func TestCompareEndToEnd(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to build cmd/echo")
+	}
+	scenarios, err := bench.ParseScenarios("open50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bench.CompareConfig{
+		BenchBin:       os.Args[0],
+		BenchEnv:       []string{childEnv},
+		Servers:        []string{bench.ServerSluice, bench.ServerGnet, bench.ServerNet},
+		Scenarios:      scenarios,
+		Codec:          bench.CodecLength,
+		Rounds:         1,
+		Warmup:         100 * time.Millisecond,
+		Duration:       300 * time.Millisecond,
+		IdleConns:      200,
+		IdleSettle:     100 * time.Millisecond,
+		StraceScenario: bench.OpenRefScenario,
+		StraceDuration: 300 * time.Millisecond,
+	}
+	if cpus, err := bench.AvailableCPUs(); err != nil || len(cpus) < 2 {
+		cfg.NoPin = true
+	} else {
+		cfg.ServerCPUs, cfg.ClientCPUs = cpus[:1], cpus[1:2]
+	}
+	cfg.Progress = testLog{t}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := bench.Compare(ctx, cfg)
+	if err != nil {
+		t.Fatalf("compare: %v", err)
+	}
+
+	// The reference scenario of open50 was added in front.
+	var names []string
+	for _, s := range rep.Scenarios {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != bench.OpenRefScenario+",open50" {
+		t.Fatalf("scenarios %v", names)
+	}
+	available := map[string]bool{}
+	for _, st := range rep.Servers {
+		available[st.Name] = st.Available
+		if !st.Available && st.Reason == "" {
+			t.Errorf("%s unavailable without a reason", st.Name)
+		}
+	}
+	if len(rep.Servers) != 3 {
+		t.Fatalf("servers %+v", rep.Servers)
+	}
+	if !available[bench.ServerGnet] || !available[bench.ServerNet] {
+		t.Fatalf("peers unavailable: %+v", rep.Servers)
+	}
+	if !available[bench.ServerSluice] {
+		t.Logf("sluice unavailable (expected while cmd/echo is being written): %s", rep.Servers[0].Reason)
+	}
+	cells := map[string]bench.Cell{}
+	for _, c := range rep.Cells {
+		cells[c.Scenario+"/"+c.Server] = c
+	}
+	for _, s := range rep.Scenarios {
+		for srv, ok := range available {
+			c, found := cells[s.Name+"/"+srv]
+			if !ok {
+				if found {
+					t.Errorf("unavailable %s has a cell in %s", srv, s.Name)
+				}
+				continue
+			}
+			if !found || len(c.Runs) != 1 {
+				t.Errorf("%s/%s: missing from the report (%d runs)", s.Name, srv, len(c.Runs))
+				continue
+			}
+			run := c.Runs[0]
+			if srv == bench.ServerSluice {
+				// The engine is under construction: it must appear; a failed
+				// run is reported, not hidden.
+				if run.Result == nil && run.Error == "" {
+					t.Errorf("%s/%s: neither result nor error", s.Name, srv)
+				}
+				continue
+			}
+			if run.Error != "" || c.Summary == nil || run.Result.Msgs == 0 {
+				t.Errorf("%s/%s: error %q summary %v", s.Name, srv, run.Error, c.Summary)
+				continue
+			}
+			if len(run.Result.Errors) != 0 {
+				t.Errorf("%s/%s: errors %v (%s)", s.Name, srv, run.Result.Errors, run.Result.FirstError)
+			}
+			if run.Result.Server == nil || run.Result.Server.PID == 0 || run.Result.Client == nil {
+				t.Errorf("%s/%s: no process usage", s.Name, srv)
+			}
+			if s.Open() && (run.RatePerSec <= 0 || run.Result.OfferedPerSec != run.RatePerSec) {
+				t.Errorf("%s/%s: open loop at %v/s (result %v/s)", s.Name, srv, run.RatePerSec, run.Result.OfferedPerSec)
+			}
+			if !cfg.NoPin && !sameInts(run.Result.Server.CPUs, cfg.ServerCPUs) {
+				t.Errorf("%s/%s: server ran on %v, pinned to %v", s.Name, srv, run.Result.Server.CPUs, cfg.ServerCPUs)
+			}
+			if !cfg.NoPin && !sameInts(run.Result.Client.CPUs, cfg.ClientCPUs) {
+				t.Errorf("%s/%s: generator ran on %v, pinned to %v", s.Name, srv, run.Result.Client.CPUs, cfg.ClientCPUs)
+			}
+		}
+	}
+	// gnet's ratio to itself is 1.
+	if c := cells[bench.OpenRefScenario+"/gnet"]; c.Summary == nil || c.Summary.VsGnet == nil || c.Summary.VsGnet.Median != 1 {
+		t.Errorf("gnet vs gnet: %+v", c.Summary)
+	}
+	idle := map[string]bench.IdleResult{}
+	for _, m := range rep.Idle {
+		idle[m.Server] = m
+	}
+	syscalls := map[string]bench.SyscallMix{}
+	for _, m := range rep.Syscalls {
+		syscalls[m.Server] = m
+	}
+	for srv, ok := range available {
+		if !ok {
+			continue
+		}
+		if _, found := idle[srv]; !found {
+			t.Errorf("no idle memory result for %s", srv)
+		}
+		if _, found := syscalls[srv]; !found {
+			t.Errorf("no syscall mix for %s", srv)
+		}
+	}
+	for _, srv := range []string{bench.ServerGnet, bench.ServerNet} {
+		if m := idle[srv]; m.Error != "" || m.Conns != 200 || m.IdleRSSKiB <= 0 {
+			t.Errorf("idle %s: %+v", srv, m)
+		}
+		if m := syscalls[srv]; m.Skipped == "" && (m.Error != "" || m.Msgs == 0 || m.TotalCalls == 0) {
+			t.Errorf("strace %s: %+v", srv, m)
+		}
+	}
+
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(doc, []byte("# x\n\n"+bench.DocBeginMarker+"\nstale\n"+bench.DocEndMarker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "bench")
+	written, err := bench.WriteReport(rep, out, doc)
+	if err != nil {
+		t.Fatalf("write report: %v", err)
+	}
+	if len(written) != 5 { // json, 2 charts, md, doc
+		t.Errorf("wrote %v", written)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, bench.ReportMarkdown))
+	for _, s := range rep.Scenarios {
+		want := s.Title
+		if s.Open() {
+			want = "| " + s.Name + " |"
+		}
+		if !strings.Contains(string(md), want) {
+			t.Errorf("markdown lacks scenario %q", want)
+		}
+	}
+	for _, srv := range []string{"sluice", "gnet", "net"} {
+		if !strings.Contains(string(md), srv) {
+			t.Errorf("markdown lacks server %s", srv)
+		}
+	}
+	for _, chart := range []string{bench.ThroughputChart, bench.LatencyChart} {
+		b, err := os.ReadFile(filepath.Join(out, chart))
+		if err != nil || !strings.Contains(string(b), "<svg") || !strings.Contains(string(b), "gnet") {
+			t.Errorf("%s: %v (%d bytes)", chart, err, len(b))
+		}
+	}
+	d, _ := os.ReadFile(doc)
+	if strings.Contains(string(d), "stale") || !strings.Contains(string(d), "bench/"+bench.ThroughputChart) {
+		t.Errorf("doc section not replaced:\n%s", d)
+	}
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// testLog sends the runner's progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Logf("%s %s", time.Now().Format("15:04:05.000"), strings.TrimSpace(string(p)))
+	return len(p), nil
+}
