@@ -50,7 +50,6 @@ type Hysteresis struct {
 	hot        bool
 	below      bool  // hot and the value has stayed <= Low since belowSince
 	belowSince int64 // nanos
-	since      int64 // nanos of the last transition
 }
 
 // NewHysteresis returns a cold signal driven by w.
@@ -72,7 +71,7 @@ func (h *Hysteresis) Update(now time.Time, value float64) (hot, changed bool) {
 	t := nanos(now)
 	if !h.hot {
 		if value >= h.w.High {
-			h.hot, h.below, h.since = true, false, t
+			h.hot, h.below = true, false
 			return true, true
 		}
 		return false, false
@@ -85,7 +84,7 @@ func (h *Hysteresis) Update(now time.Time, value float64) (hot, changed bool) {
 		h.below, h.belowSince = true, t
 	}
 	if t-h.belowSince >= int64(h.w.MinDwell) {
-		h.hot, h.below, h.since = false, false, t
+		h.hot, h.below = false, false
 		return false, true
 	}
 	return true, false

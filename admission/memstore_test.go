@@ -292,8 +292,16 @@ func BenchmarkMemoryStore(b *testing.B) {
 		return buf
 	}
 	replayKey := []byte("replayed")
-	c, _ := s.Claim(bg, t0, replayKey, f)
-	s.Finish(bg, t0, replayKey, c.Token, 200, resp)
+	// finishReplayKey (re)stores the replayed key: the "new" runs evict it.
+	finishReplayKey := func(b *testing.B) {
+		c, err := s.Claim(bg, t0, replayKey, f)
+		if err == nil && c.State == ClaimNew {
+			err = s.Finish(bg, t0, replayKey, c.Token, 200, resp)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 	opsPerSec := func(b *testing.B) { b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s") }
 
 	b.Run("new", func(b *testing.B) {
@@ -305,6 +313,7 @@ func BenchmarkMemoryStore(b *testing.B) {
 		opsPerSec(b)
 	})
 	b.Run("replay", func(b *testing.B) {
+		finishReplayKey(b)
 		b.ReportAllocs()
 		for b.Loop() {
 			if c, _ := s.Claim(bg, t0, replayKey, f); c.State != ClaimDone {
@@ -324,6 +333,7 @@ func BenchmarkMemoryStore(b *testing.B) {
 		opsPerSec(b)
 	})
 	b.Run("replay-parallel", func(b *testing.B) {
+		finishReplayKey(b)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
