@@ -44,7 +44,7 @@ fuzz:
 
 ## bench-micro: package benchmarks with allocation counts.
 bench-micro:
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./ringq ./ioflush ./protocol ./server
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./ringq ./ioflush ./protocol/... ./server ./admission/... ./resilience ./internal/...
 
 ## bench: the default comparison matrix (sluice, gnet, net) and the report in docs/.
 bench:
