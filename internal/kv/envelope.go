@@ -359,26 +359,30 @@ func (h *EnvelopeHandler) handle(dst []byte, scratch *[]byte, c *server.Conn, fr
 
 // runTask runs a queued request on a worker and writes its reply.
 func (h *EnvelopeHandler) runTask(t *task) {
-	defer t.free()
-	now := h.cfg.Clock()
+	t.out = h.answerTask(t, h.cfg.Clock())
+	h.write(t.c, t.out)
+	t.free()
+}
+
+// answerTask runs a queued request picked up at now and returns its reply
+// (in t.out): the deadline and the queue wait are checked before any work.
+func (h *EnvelopeHandler) answerTask(t *task, now time.Time) []byte {
 	m := &t.msg
 	switch {
 	case !t.deadline.IsZero() && !now.Before(t.deadline):
 		h.stats.expired.Add(1)
-		t.out = envelope.AppendReject(t.out[:0], m.RequestID, envelope.StatusTimeout, 0, reasonExpired)
+		return envelope.AppendReject(t.out[:0], m.RequestID, envelope.StatusTimeout, 0, reasonExpired)
 	case h.cfg.MaxQueueWait > 0 && now.Sub(t.arrived) > h.cfg.MaxQueueWait:
 		h.stats.shed.Add(1)
-		t.out = envelope.AppendReject(t.out[:0], m.RequestID, envelope.StatusUnavailable, h.cfg.BusyRetryAfter, reasonQueueWait)
-	default:
-		deadline := now.Add(h.cfg.OpTimeout)
-		if !t.deadline.IsZero() && t.deadline.Before(deadline) {
-			deadline = t.deadline
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		t.out = h.serve(ctx, t.out[:0], &t.scratch, m, methodOf(m.Method), now)
-		cancel()
+		return envelope.AppendReject(t.out[:0], m.RequestID, envelope.StatusUnavailable, h.cfg.BusyRetryAfter, reasonQueueWait)
 	}
-	h.write(t.c, t.out)
+	deadline := now.Add(h.cfg.OpTimeout)
+	if !t.deadline.IsZero() && t.deadline.Before(deadline) {
+		deadline = t.deadline
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	return h.serve(ctx, t.out[:0], &t.scratch, m, methodOf(m.Method), now)
 }
 
 // dropTask answers a queued request the pool will not run.
