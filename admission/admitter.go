@@ -431,8 +431,13 @@ type Frame struct {
 	// (ClaimDone), or answers 409/422 (ClaimInProgress, ClaimMismatch).
 	Claimed bool
 	Claim   Claim
-	// Err is the cause behind a refusal that came from an error (a tenant
-	// backend or store failure, a cost above the burst), else nil.
+	// Err is the cause behind a refusal that came from an error, else nil.
+	// A store error refuses with ReasonGlobal (the store is a global
+	// budget: full, or unreachable); when errors.Is(Err, ErrKeyTooLong) or
+	// ErrEmptyKey the client sent a bad key and a codec that can should
+	// answer "bad request" instead. A tenant backend error refuses with
+	// ReasonTenant unless Config.TenantFailOpen; a cost above the burst
+	// refuses with ReasonTenant and no retry-after.
 	Err error
 }
 

@@ -10,9 +10,12 @@
 // and anything on an event loop: every call is a network round trip, so the
 // engine calls these from workers.
 //
-// Usage:
+// Usage (with Redis OSS, disable go-redis's maintenance notifications: in
+// their default auto mode go-redis v9.23.0 leaves a goroutine behind after
+// Close):
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379",
+//		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 //	store, _ := redisstore.NewStore(rdb, "sluice:idem:", admission.StoreConfig{})
 //	c, err := store.Claim(ctx, time.Now(), key, admission.FingerprintOf(op, payload))
 //	switch {

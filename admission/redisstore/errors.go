@@ -1,6 +1,11 @@
 package redisstore
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+)
 
 // Sentinel errors of this package; admission's sentinels (ErrNotOwner,
 // ErrKeyTooLong, ErrResponseTooLarge, ErrCostExceedsBurst, ...) are returned
@@ -21,3 +26,13 @@ var (
 	// SET NX and the read for every attempt; retry the request.
 	ErrClaimRace = errors.New("sluice: idempotency key expired while claiming")
 )
+
+// wrap names the failed Redis operation. A deadline, whether it surfaced as
+// context.DeadlineExceeded or as a socket timeout, satisfies
+// errors.Is(err, os.ErrDeadlineExceeded) as every sluice timeout does.
+func wrap(op string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("sluice: redis %s: %w (%w)", op, os.ErrDeadlineExceeded, err)
+	}
+	return fmt.Errorf("sluice: redis %s: %w", op, err)
+}

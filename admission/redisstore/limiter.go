@@ -79,7 +79,7 @@ func (l *Limiter) AllowN(ctx context.Context, _ time.Time, key []byte, cost int6
 	}
 	res, err := gcraScript.Run(ctx, l.c, []string{l.prefix + string(key)}, l.interval, l.burst, cost).Int64Slice()
 	if err != nil {
-		return admission.Decision{}, fmt.Errorf("sluice: redis gcra: %w", err)
+		return admission.Decision{}, wrap("gcra", err)
 	}
 	if len(res) != 4 {
 		return admission.Decision{}, fmt.Errorf("%w: gcra returned %d values", ErrBadReply, len(res))

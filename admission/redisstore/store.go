@@ -93,14 +93,14 @@ func (s *Store) Claim(ctx context.Context, _ time.Time, key []byte, fp admission
 			return admission.Claim{State: admission.ClaimNew, Token: tok}, nil
 		}
 		if !errors.Is(err, redis.Nil) {
-			return admission.Claim{}, fmt.Errorf("sluice: redis claim: %w", err)
+			return admission.Claim{}, wrap("claim", err)
 		}
 		res, err := readScript.Run(ctx, s.c, []string{k}).Slice()
 		if errors.Is(err, redis.Nil) {
 			continue // expired between SET and read: try to claim again
 		}
 		if err != nil {
-			return admission.Claim{}, fmt.Errorf("sluice: redis read: %w", err)
+			return admission.Claim{}, wrap("read", err)
 		}
 		return s.claimFromRead(res, fp)
 	}
@@ -146,7 +146,7 @@ func (s *Store) Finish(ctx context.Context, _ time.Time, key []byte, token uint6
 	outcome := append(binary.BigEndian.AppendUint16(make([]byte, 0, 2+len(response)), uint16(status)), response...)
 	n, err := finishScript.Run(ctx, s.c, []string{s.key(key)}, ownerPrefix(token), outcome, s.cfg.TTL.Milliseconds()).Int64()
 	if err != nil {
-		return fmt.Errorf("sluice: redis finish: %w", err)
+		return wrap("finish", err)
 	}
 	if n != 1 {
 		return admission.ErrNotOwner
@@ -161,7 +161,7 @@ func (s *Store) Abandon(ctx context.Context, _ time.Time, key []byte, token uint
 	}
 	n, err := abandonScript.Run(ctx, s.c, []string{s.key(key)}, ownerPrefix(token)).Int64()
 	if err != nil {
-		return fmt.Errorf("sluice: redis abandon: %w", err)
+		return wrap("abandon", err)
 	}
 	if n != 1 {
 		return admission.ErrNotOwner

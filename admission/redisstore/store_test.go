@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -265,4 +266,17 @@ func BenchmarkStore(b *testing.B) {
 		})
 		opsPerSec(b)
 	})
+}
+
+func TestStoreDeadline(t *testing.T) {
+	s := newStore(t, admission.StoreConfig{})
+	l, _ := NewLimiter(s.c, s.prefix, admission.Quota{Count: 1, Per: time.Second, Burst: 1})
+	ctx, cancel := context.WithDeadline(bg, time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := s.Claim(ctx, time.Now(), []byte("k"), fp("")); !errors.Is(err, os.ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("claim past deadline: %v", err)
+	}
+	if _, err := l.AllowN(ctx, time.Now(), []byte("k"), 1); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("limiter past deadline: %v", err)
+	}
 }
