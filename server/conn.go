@@ -22,6 +22,7 @@ const (
 	fPaused                         // reading paused by backpressure
 	fPartial                        // in ends with an incomplete frame
 	fEOF                            // read returned end of file
+	fRdHup                          // the peer shut down writing: read on to end of file
 	fClosed                         // closed: the fd is gone
 )
 

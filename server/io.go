@@ -25,7 +25,10 @@ const (
 // A read that returns fewer bytes than asked means the socket was drained:
 // for stream sockets under EPOLLET, data that arrives after such a read
 // raises a new edge (epoll(7); TestEdgeShortRead pins it), so the loop does
-// not spend a second read(2) to collect EAGAIN.
+// not spend a second read(2) to collect EAGAIN. The exception is a peer that
+// has shut down writing (EPOLLRDHUP seen): its FIN may already be queued
+// behind the data, and no edge will come for it, so the loop reads on until
+// end of file or EAGAIN (TestEdgeShortReadFIN).
 func (l *loop) readConn(c *Conn) {
 	if c.readTurn != l.turn {
 		c.readTurn, c.readBytes = l.turn, 0
@@ -58,7 +61,7 @@ func (l *loop) readConn(c *Conn) {
 			l.peerEOF(c)
 			return
 		}
-		if !c.readable() || n < want {
+		if !c.readable() || n < want && c.flags&fRdHup == 0 {
 			return
 		}
 	}

@@ -236,6 +236,9 @@ func (l *loop) ioPhase(n int) {
 			}
 		}
 		if ev&(evIn|evRdHup|evHup|evErr) != 0 {
+			if ev&(evRdHup|evHup|evErr) != 0 {
+				c.flags |= fRdHup
+			}
 			switch {
 			case c.readable():
 				l.readConn(c)

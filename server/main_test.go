@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +46,35 @@ func start(t testing.TB, cfg Config, h Handler) *Engine {
 	return e
 }
 
+// dialSmallWindow connects with SO_RCVBUF set before connect(2) (shrinking
+// it afterwards makes Linux drop segments it already advertised room for, so
+// the test would measure retransmit backoff instead of the server).
+func dialSmallWindow(addr string, rcvbuf int) (*net.TCPConn, error) {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if rcvbuf <= 0 {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
+	d.Control = func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
+}
+
 // dial connects to e and closes the connection at cleanup.
 func dial(t testing.TB, e *Engine) *net.TCPConn {
 	t.Helper()
@@ -54,4 +84,96 @@ func dial(t testing.TB, e *Engine) *net.TCPConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c.(*net.TCPConn)
+}
+
+// closeEvent is one OnClose call.
+type closeEvent struct {
+	c     *Conn
+	cause error
+}
+
+// testHandler echoes frames with WriteFrame unless frame is set, and
+// records opens and closes.
+type testHandler struct {
+	opened chan *Conn
+	closed chan closeEvent
+	frame  func(c *Conn, frame []byte) Action
+}
+
+func newTestHandler() *testHandler {
+	return &testHandler{opened: make(chan *Conn, 1024), closed: make(chan closeEvent, 1024)}
+}
+
+func (h *testHandler) OnOpen(c *Conn) Action {
+	select {
+	case h.opened <- c:
+	default:
+	}
+	return None
+}
+
+func (h *testHandler) OnFrame(c *Conn, frame []byte) Action {
+	if h.frame != nil {
+		return h.frame(c, frame)
+	}
+	if err := c.WriteFrame(frame); err != nil {
+		c.CloseWithError(err)
+	}
+	return None
+}
+
+func (h *testHandler) OnClose(c *Conn, cause error) {
+	select {
+	case h.closed <- closeEvent{c, cause}:
+	default:
+	}
+}
+
+// nextOpen waits for the next OnOpen.
+func (h *testHandler) nextOpen(t testing.TB) *Conn {
+	t.Helper()
+	select {
+	case c := <-h.opened:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnOpen within 10s")
+		return nil
+	}
+}
+
+// closeOf waits for c's OnClose and returns its cause; other connections'
+// closes seen meanwhile are put back.
+func (h *testHandler) closeOf(t testing.TB, c *Conn, within time.Duration) error {
+	t.Helper()
+	timeout := time.After(within)
+	var others []closeEvent
+	defer func() {
+		for _, ev := range others {
+			h.closed <- ev
+		}
+	}()
+	for {
+		select {
+		case ev := <-h.closed:
+			if ev.c == c {
+				return ev.cause
+			}
+			others = append(others, ev)
+		case <-timeout:
+			t.Fatalf("connection not closed within %v", within)
+			return nil
+		}
+	}
+}
+
+// waitUntil polls cond every few milliseconds for up to d.
+func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

@@ -19,7 +19,14 @@ func (t *timer) queued() bool { return t.idx >= 0 }
 // timer_test.go and the package doc). Not safe for concurrent use: each loop
 // owns one.
 type timerHeap struct {
-	h []*timer
+	h []heapEntry
+}
+
+// heapEntry keeps the deadline beside the pointer so sifting compares
+// without dereferencing timers scattered over the heap.
+type heapEntry struct {
+	at int64
+	t  *timer
 }
 
 const heapArity = 4
@@ -31,7 +38,7 @@ func (th *timerHeap) peek() *timer {
 	if len(th.h) == 0 {
 		return nil
 	}
-	return th.h[0]
+	return th.h[0].t
 }
 
 // set queues t at deadline at, or moves it there if already queued.
@@ -39,12 +46,13 @@ func (th *timerHeap) set(t *timer, at int64) {
 	if !t.queued() {
 		t.at = at
 		t.idx = len(th.h)
-		th.h = append(th.h, t)
+		th.h = append(th.h, heapEntry{at, t})
 		th.up(t.idx)
 		return
 	}
 	old := t.at
 	t.at = at
+	th.h[t.idx].at = at
 	if at < old {
 		th.up(t.idx)
 	} else {
@@ -62,7 +70,7 @@ func (th *timerHeap) remove(t *timer) {
 	if i != last {
 		th.swap(i, last)
 	}
-	th.h[last] = nil
+	th.h[last] = heapEntry{}
 	th.h = th.h[:last]
 	t.idx = -1
 	if i != last {
@@ -77,7 +85,7 @@ func (th *timerHeap) popDue(now int64) *timer {
 	if len(th.h) == 0 || th.h[0].at > now {
 		return nil
 	}
-	t := th.h[0]
+	t := th.h[0].t
 	th.remove(t)
 	return t
 }
@@ -85,8 +93,8 @@ func (th *timerHeap) popDue(now int64) *timer {
 func (th *timerHeap) swap(i, j int) {
 	h := th.h
 	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
+	h[i].t.idx = i
+	h[j].t.idx = j
 }
 
 func (th *timerHeap) up(i int) {
