@@ -42,7 +42,6 @@ type RESPHandler struct {
 	clock   func() time.Time
 	started time.Time
 	engine  atomic.Pointer[server.Engine]
-	port    atomic.Int64
 }
 
 // NewRESPHandler returns a handler over store. codec must be the Codec the
