@@ -147,11 +147,13 @@ func (r *Report) WriteLatencyChart(w io.Writer) error {
 		p.Title.Text = pan.title + " latency"
 		p.X.Label.Text = "offered load (messages/s)"
 		p.X.Tick.Marker = rateTicks{}
-		p.Y.Label.Text = "latency (µs, log scale)"
+		p.Y.Label.Text = "latency (log scale)"
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = latencyTicks{}
 		p.Legend.Top = true
 		p.Legend.Left = true
+		p.Legend.XOffs = vg.Points(8)
+		p.Legend.YOffs = -vg.Points(22) // below the panel title, inside the axes
 		lo, hi := math.Inf(1), 0.0
 		xlo, xhi := math.Inf(1), 0.0
 		for _, srv := range servers {
@@ -175,7 +177,9 @@ func (r *Report) WriteLatencyChart(w io.Writer) error {
 			scatter.Shape = plotutil.Shape(idx)
 			scatter.Radius = vg.Points(3.5)
 			p.Add(line, scatter)
-			p.Legend.Add(srv, line, scatter)
+			if k == 0 {
+				p.Legend.Add(srv, line, scatter)
+			}
 		}
 		// Decades around the data so that log ticks always have a range.
 		p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
@@ -239,6 +243,39 @@ func (rateTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// latencyTicks labels a logarithmic microsecond axis at every decade (1µs,
+// 10µs, ..., 1s) with unlabelled ticks at 2-9 times each decade.
+type latencyTicks struct{}
+
+func (latencyTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	if lo <= 0 || hi <= lo {
+		return ticks
+	}
+	for d := math.Pow(10, math.Floor(math.Log10(lo))); d <= hi; d *= 10 {
+		if d >= lo {
+			ticks = append(ticks, plot.Tick{Value: d, Label: decadeMicros(d)})
+		}
+		for m := 2.0; m < 10; m++ {
+			if v := m * d; v >= lo && v <= hi {
+				ticks = append(ticks, plot.Tick{Value: v})
+			}
+		}
+	}
+	return ticks
+}
+
+// decadeMicros names a power of ten of microseconds: 100µs, 1ms, 10s.
+func decadeMicros(us float64) string {
+	switch {
+	case us >= 1e6:
+		return shortRate(us/1e6) + "s"
+	case us >= 1e3:
+		return shortRate(us/1e3) + "ms"
+	}
+	return shortRate(us) + "µs"
 }
 
 // shortRate formats an axis value: 0, 500, 20k, 1.5M.

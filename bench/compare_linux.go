@@ -24,6 +24,8 @@ import (
 const (
 	serverStartTimeout = 15 * time.Second
 	serverStopTimeout  = 5 * time.Second
+	// maxRunNotes caps the per-run notes copied into the report's notes.
+	maxRunNotes = 20
 )
 
 // comparison is the state of one Compare call.
@@ -55,7 +57,11 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Report, error) {
 	raiseFileLimit()
 	c := &comparison{cfg: cfg, bins: map[string]string{}, started: time.Now()}
 	c.rep = &Report{Started: c.started, Machine: readMachine(), Config: cfg, Scenarios: cfg.Scenarios}
-	if cfg.ModuleDir == "" {
+	needBuild := cfg.BenchBin == ""
+	for _, srv := range cfg.Servers {
+		needBuild = needBuild || srv == ServerSluice
+	}
+	if cfg.ModuleDir == "" && needBuild {
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, err
@@ -149,6 +155,19 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Report, error) {
 		}
 	}
 
+	// Surface what went wrong around runs (a server that exited during a run
+	// or did not stop cleanly) in the notes.
+	runNotes := 0
+	for _, s := range cfg.Scenarios {
+		for _, srv := range c.servers {
+			for _, r := range cellOf(s, srv).Runs {
+				if r.Note != "" && runNotes < maxRunNotes {
+					runNotes++
+					c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("%s %s round %d: %s", srv, s.Name, r.Round, r.Note))
+				}
+			}
+		}
+	}
 	// Summaries, in matrix order, with each server's ratio to gnet.
 	for _, s := range cfg.Scenarios {
 		var gnet map[int]*LoadResult

@@ -88,9 +88,9 @@ type LoadConfig struct {
 	// Conns is the number of connections.
 	Conns int `json:"conns"`
 	// InFlight is, in a closed loop, the requests kept in flight on each
-	// connection (a new one is sent as each response arrives); in an open loop,
-	// the most requests a connection may have in flight, beyond which a due send
-	// is counted as missed (zero: DefaultOpenInFlight).
+	// connection (a new one is sent as each response arrives; zero: 1); in an
+	// open loop, the most requests a connection may have in flight, beyond
+	// which a due send is counted as missed (zero: DefaultOpenInFlight).
 	InFlight int `json:"in_flight"`
 	// Size is the payload size of each request.
 	Size SizeSpec `json:"size"`
@@ -128,8 +128,11 @@ func (c *LoadConfig) OpenLoop() bool { return c.RatePerSec > 0 }
 
 // withDefaults returns c with zero optional fields set.
 func (c LoadConfig) withDefaults(gomaxprocs int) LoadConfig {
-	if c.InFlight == 0 && c.OpenLoop() {
-		c.InFlight = DefaultOpenInFlight
+	if c.InFlight == 0 {
+		c.InFlight = 1
+		if c.OpenLoop() {
+			c.InFlight = DefaultOpenInFlight
+		}
 	}
 	if c.Workers == 0 {
 		c.Workers = gomaxprocs
@@ -156,7 +159,7 @@ func (c *LoadConfig) Validate() error {
 		return fmt.Errorf("%w: no address", ErrInvalidConfig)
 	case c.Conns < 1:
 		return fmt.Errorf("%w: %d connections", ErrInvalidConfig, c.Conns)
-	case c.InFlight < 0 || (!c.OpenLoop() && c.InFlight < 1):
+	case c.InFlight < 0:
 		return fmt.Errorf("%w: %d in flight", ErrInvalidConfig, c.InFlight)
 	case c.Duration <= 0 || c.Warmup < 0:
 		return fmt.Errorf("%w: duration %v, warm-up %v", ErrInvalidConfig, c.Duration, c.Warmup)
@@ -352,8 +355,12 @@ func ParseCPUList(s string) ([]int, error) {
 func FormatLoadResult(r *LoadResult) string {
 	var b strings.Builder
 	cfg := &r.Config
-	fmt.Fprintf(&b, "%s loop, %s codec, %d conns × %d in flight × %s B, %.1fs measured after %v warm-up\n",
-		r.Mode, cfg.Codec, cfg.Conns, cfg.InFlight, cfg.Size, r.WindowSec, cfg.Warmup)
+	inFlight := fmt.Sprintf("%d in flight", cfg.InFlight)
+	if r.Mode == "open" {
+		inFlight = fmt.Sprintf("≤%d in flight", cfg.InFlight)
+	}
+	fmt.Fprintf(&b, "%s loop, %s codec, %d conns × %s × %s B, %.1fs measured after %v warm-up\n",
+		r.Mode, cfg.Codec, cfg.Conns, inFlight, cfg.Size, r.WindowSec, cfg.Warmup)
 	fmt.Fprintf(&b, "throughput  %s msg/s  %.1f MB/s  (%d msgs)\n", humanRate(r.MsgsPerSec), r.MBPerSec, r.Msgs)
 	l := r.Latency
 	fmt.Fprintf(&b, "latency     p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",

@@ -283,7 +283,7 @@ func TestLoadValidates(t *testing.T) {
 	for i, cfg := range []LoadConfig{
 		{Codec: CodecRaw, Conns: 1, InFlight: 1, Size: FixedSize(8), Duration: time.Second},
 		{Addr: "x:1", Codec: CodecRaw, Conns: 0, InFlight: 1, Size: FixedSize(8), Duration: time.Second},
-		{Addr: "x:1", Codec: CodecRaw, Conns: 1, InFlight: 0, Size: FixedSize(8), Duration: time.Second},
+		{Addr: "x:1", Codec: CodecRaw, Conns: 1, InFlight: -1, Size: FixedSize(8), Duration: time.Second},
 		{Addr: "x:1", Codec: CodecRaw, Conns: 1, InFlight: 1, Size: FixedSize(0), Duration: time.Second},
 		{Addr: "x:1", Codec: CodecRaw, Conns: 1, InFlight: 1, Size: FixedSize(8)},
 		{Addr: "x:1", Codec: Codec(9), Conns: 1, InFlight: 1, Size: FixedSize(8), Duration: time.Second},

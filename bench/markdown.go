@@ -85,19 +85,19 @@ func (r *Report) Markdown(chartDir string) string {
 		} else {
 			fmt.Fprintf(&b, "Every server is offered the same rate: the stated fraction of the lowest median peak among the servers in %s, a rate each server has shown it can carry. ", titles[ref])
 		}
-		b.WriteString("Latency runs from each request's intended send time (coordinated omission corrected); late = sent more than 1 ms after its intended time, missed = never sent (connection at its in-flight cap), send lag = the generator's own lateness.\n\n")
-		b.WriteString("| load | server | offered/s | achieved/s | p50 | p90 | p99 | p99.9 | max | late | missed | send lag p99 | server util |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		b.WriteString("Latency runs from each request's intended send time (coordinated omission corrected); late = sent more than 1 ms after its intended time, missed = never sent (connection at its in-flight cap), send lag = the generator's own lateness (high send lag or client util near 100% means the generator, not the server, limited the run). Late and missed are totals over the rounds.\n\n")
+		b.WriteString("| load | server | offered/s | achieved/s | p50 | p90 | p99 | p99.9 | max | late | missed | send lag p99 | server util | client util |\n|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, c := range openCells {
 			s := c.Summary
 			if s == nil {
-				fmt.Fprintf(&b, "| %s | %s | failed | | | | | | | | | | %s |\n", c.Scenario, c.Server, oneLine(firstError(c)))
+				fmt.Fprintf(&b, "| %s | %s | failed | | | | | | | | | | | %s |\n", c.Scenario, c.Server, oneLine(firstError(c)))
 				continue
 			}
 			l := s.Latency
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s |\n", c.Scenario, c.Server,
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s | %s | %s |\n", c.Scenario, c.Server,
 				humanRate(s.OfferedPerSec), humanRate(s.MsgsPerSec.Median),
 				humanMicros(l.P50Micros), humanMicros(l.P90Micros), humanMicros(l.P99Micros), humanMicros(l.P999Micros), humanMicros(l.MaxMicros),
-				s.Late, s.Missed, humanMicros(s.SendLagP99Micros), pct(s.ServerUtil))
+				s.Late, s.Missed, humanMicros(s.SendLagP99Micros), pct(s.ServerUtil), pct(s.ClientUtil))
 		}
 		b.WriteString("\n")
 	}

@@ -17,7 +17,7 @@ func runLoad(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:7000", "server address HOST:PORT")
 	codec := fs.String("codec", "length", "codec: raw (byte accounting), length or line (request/response matching)")
 	conns := fs.Int("conns", 64, "connections")
-	inflight := fs.Int("inflight", 1, "closed loop: requests in flight per connection; open loop: cap per connection (0: default)")
+	inflight := fs.Int("inflight", 0, "closed loop: requests in flight per connection (0: 1); open loop: the most per connection, beyond which a due send is missed (0: 64)")
 	size := fs.String("size", "64", `payload bytes: fixed ("64", "4k") or uniform range ("64-4096")`)
 	rate := fs.Float64("rate", 0, "open loop: total requests per second over all connections (0: closed loop)")
 	warmup := fs.Duration("warmup", bench.DefaultWarmup, "warm-up before measuring")
