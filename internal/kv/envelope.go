@@ -450,7 +450,7 @@ func (h *EnvelopeHandler) serveKeyed(ctx context.Context, dst []byte, scratch *[
 		h.abandon(key, claim.Token) // no effect, and a retry may succeed
 		return envelope.AppendResponse(dst, m.RequestID, st, payload)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), h.cfg.StoreTimeout)
+	sctx, cancel := h.storeContext()
 	// A failed Finish leaves the key in progress until its lease ends; the
 	// effect happened, so the caller still gets its answer.
 	_ = idem.Finish(sctx, h.cfg.Clock(), key, claim.Token, st.HTTPStatus(), payload)
@@ -460,9 +460,19 @@ func (h *EnvelopeHandler) serveKeyed(ctx context.Context, dst []byte, scratch *[
 
 // abandon releases a claim whose request had no effect.
 func (h *EnvelopeHandler) abandon(key []byte, token uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StoreTimeout)
+	ctx, cancel := h.storeContext()
 	_ = h.cfg.Idempotency.Abandon(ctx, h.cfg.Clock(), key, token)
 	cancel()
+}
+
+// storeContext bounds a Finish or Abandon by StoreTimeout, independently
+// of the request's deadline. A store that does not block needs no bound
+// (and the loop no timer).
+func (h *EnvelopeHandler) storeContext() (context.Context, context.CancelFunc) {
+	if !h.cfg.IdempotencyBlocks {
+		return context.Background(), func() {}
+	}
+	return context.WithTimeout(context.Background(), h.cfg.StoreTimeout)
 }
 
 // apply runs op against the store and returns the response status and
