@@ -23,7 +23,7 @@ func (l *loop) acceptPhase() {
 	}
 	for i := 0; i < l.cfg.MaxAcceptPerTurn; i++ {
 		if !l.e.reserveConn() {
-			return // the gate closed; controlPhase takes the listener out
+			return // at MaxConns; the loop that reached it closes the gate
 		}
 		fd, peer, en := sysAccept(l.lfd)
 		if en != 0 {
@@ -79,6 +79,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	l.setConn(fd, c)
 	l.nconns++
 	l.st[cAccepted]++
+	l.e.accepted()
 	c.lastActive = l.now
 	l.armConn(c)
 	l.act(c, l.h.OnOpen(c))

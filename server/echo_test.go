@@ -166,12 +166,11 @@ func TestEchoExact(t *testing.T) {
 						t.Fatalf("only %d of %d connections closed", i, conns)
 					}
 				}
-				s := e.Stats()
-				if s.Accepted != conns || s.Closed[CausePeerClosed] != conns {
-					t.Errorf("stats: accepted %d, closed by peer %d, want %d", s.Accepted, s.Closed[CausePeerClosed], conns)
-				}
-				if cf.slow && s.ReadBudgetSpent == 0 {
-					t.Errorf("tiny budgets did not exercise the ready list: %+v", s)
+				waitStats(t, e, "every connection accepted and closed by its peer", func(s Stats) bool {
+					return s.Accepted == conns && s.Closed[CausePeerClosed] == conns
+				})
+				if cf.slow {
+					waitStats(t, e, "reads stopped by the read budget", func(s Stats) bool { return s.ReadBudgetSpent > 0 })
 				}
 			})
 		}
@@ -227,8 +226,7 @@ func TestEchoSlowReaderBackpressure(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	s := e.Stats()
-	if s.OutArms == 0 || s.Pauses == 0 || s.FlushBudgetSpent == 0 {
-		t.Errorf("slow readers did not exercise EPOLLOUT, pausing and the flush budget: %+v", s)
-	}
+	waitStats(t, e, "EPOLLOUT arms, pauses and flush-budget stops", func(s Stats) bool {
+		return s.OutArms > 0 && s.Pauses > 0 && s.FlushBudgetSpent > 0
+	})
 }

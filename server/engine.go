@@ -242,25 +242,27 @@ func (e *Engine) wakeAll() {
 }
 
 // reserveConn counts a connection about to be accepted against MaxConns;
-// false (and the gate closed) when the budget is used up.
+// false when the budget is used up. The reservation is speculative (accept4
+// may find nothing), so the gate is closed by accepted, not by reserved,
+// connections: see accepted.
 func (e *Engine) reserveConn() bool {
 	n := e.conns.Add(1)
-	limit := int64(e.cfg.MaxConns)
-	if limit <= 0 {
-		return true
-	}
-	if n > limit {
+	if limit := int64(e.cfg.MaxConns); limit > 0 && n > limit {
 		e.conns.Add(-1)
-		e.pauseAccept(gateMaxConns)
 		return false
-	}
-	if n == limit {
-		e.pauseAccept(gateMaxConns)
 	}
 	return true
 }
 
-func (e *Engine) unreserveConn() { e.connClosed() }
+// unreserveConn returns a reservation accept4 did not use.
+func (e *Engine) unreserveConn() { e.conns.Add(-1) }
+
+// accepted closes the gate once the connections accepted reach MaxConns.
+func (e *Engine) accepted() {
+	if limit := int64(e.cfg.MaxConns); limit > 0 && e.conns.Load() >= limit {
+		e.pauseAccept(gateMaxConns)
+	}
+}
 
 // connClosed uncounts a connection and reopens the gate at MaxConnsLow.
 func (e *Engine) connClosed() {

@@ -177,3 +177,19 @@ func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// waitStats waits until the engine's counters (published once per loop
+// turn) satisfy cond, and returns them.
+func waitStats(t testing.TB, e *Engine, what string, cond func(Stats) bool) Stats {
+	t.Helper()
+	var s Stats
+	deadline := time.Now().Add(5 * time.Second)
+	for s = e.Stats(); !cond(s); s = e.Stats() {
+		if time.Now().After(deadline) {
+			t.Errorf("stats never showed %s: %+v", what, s)
+			return s
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return s
+}

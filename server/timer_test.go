@@ -30,10 +30,10 @@ func TestTimerHeapTable(t *testing.T) {
 	for i, at := range []int64{50, 10, 40, 20, 30} {
 		th.set(ts[i], at)
 	}
-	th.set(ts[0], 5)   // move earlier: 5
-	th.set(ts[2], 45)  // move later: 45
-	th.remove(ts[3])   // cancel 20
-	th.remove(ts[3])   // cancelling twice is harmless
+	th.set(ts[0], 5)  // move earlier: 5
+	th.set(ts[2], 45) // move later: 45
+	th.remove(ts[3])  // cancel 20
+	th.remove(ts[3])  // cancelling twice is harmless
 	steps := []struct {
 		now  int64
 		want []int64

@@ -1,0 +1,335 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/valyala/bytebufferpool"
+)
+
+// TestOnLoopDetection: Conn methods see the loop goroutine as on-loop and
+// any other goroutine as off-loop.
+func TestOnLoopDetection(t *testing.T) {
+	h := newTestHandler()
+	var inHandler atomic.Int32 // 1: on loop, 2: off loop
+	h.frame = func(c *Conn, frame []byte) Action {
+		if c.loop.onLoop() {
+			inHandler.Store(1)
+		} else {
+			inHandler.Store(2)
+		}
+		return None
+	}
+	e := start(t, Config{Loops: 2}, h)
+	c := dial(t, e)
+	sc := h.nextOpen(t)
+	c.Write([]byte("x"))
+	waitUntil(t, 5*time.Second, "OnFrame", func() bool { return inHandler.Load() != 0 })
+	if inHandler.Load() != 1 {
+		t.Error("handler call not detected as on-loop")
+	}
+	if sc.loop.onLoop() {
+		t.Error("test goroutine detected as on-loop")
+	}
+	for _, l := range e.loops {
+		if l.onLoop() {
+			t.Error("test goroutine detected as a loop")
+		}
+	}
+}
+
+// TestOffLoopWritesInOrder: writes from another goroutine arrive complete
+// and in order, through the inbox, with backpressure reported as
+// ErrQueueFull or ErrInboxFull and retried by the writer.
+func TestOffLoopWritesInOrder(t *testing.T) {
+	h := newTestHandler()
+	e := start(t, Config{Loops: 2, InboxTasks: 16, OutQueueMsgs: 64, OutQueueBytes: 8 << 10}, h)
+	c := dial(t, e)
+	sc := h.nextOpen(t)
+	const n = 3000
+	errc := make(chan error, 1)
+	var retries atomic.Int64
+	go func() {
+		for i := 0; i < n; i++ {
+			msg := fmt.Appendf(nil, "msg-%05d\n", i)
+			for {
+				var err error
+				switch i % 3 {
+				case 0:
+					err = sc.Write(msg)
+				case 1:
+					err = sc.WriteFrame(msg) // raw codec: encodes to itself
+				default:
+					bb := bytebufferpool.Get()
+					bb.B = append(bb.B[:0], msg...)
+					err = sc.WriteOwned(bb.B, func() { bytebufferpool.Put(bb) })
+					if err != nil {
+						bytebufferpool.Put(bb)
+					}
+				}
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrInboxFull) {
+					errc <- err
+					return
+				}
+				retries.Add(1)
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+		errc <- nil
+	}()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(c)
+	for i := 0; i < n; i++ {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if want := fmt.Sprintf("msg-%05d\n", i); line != want {
+			t.Fatalf("line %d = %q, want %q", i, line, want)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, e, "every write through the inbox", func(s Stats) bool { return s.InboxTasks >= n })
+	t.Logf("writer retried %d times (queue or inbox full)", retries.Load())
+}
+
+// TestWriteOwnedReleasedOnce: the release function runs exactly once,
+// whether the bytes were written or the connection closed first.
+func TestWriteOwnedReleasedOnce(t *testing.T) {
+	var released atomic.Int32
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		if err := c.WriteOwned([]byte("owned\n"), func() { released.Add(1) }); err != nil {
+			t.Errorf("WriteOwned: %v", err)
+		}
+		if string(frame) == "close" {
+			return Close
+		}
+		return None
+	}
+	e := start(t, Config{Loops: 1}, h)
+	c := dial(t, e)
+	sc := h.nextOpen(t)
+	c.Write([]byte("x"))
+	r := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "owned\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	waitUntil(t, 5*time.Second, "release", func() bool { return released.Load() == 1 })
+
+	// dropped: a peer that never reads, closed with output queued
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.closeOf(t, sc, 5*time.Second)
+	e2 := start(t, Config{Loops: 1, WriteStallTimeout: 100 * time.Millisecond}, HandlerFuncs{
+		Open: func(c *Conn) Action {
+			big := make([]byte, 200<<10)
+			for i := 0; i < 20; i++ {
+				if c.WriteOwned(big, func() { released.Add(1) }) != nil {
+					released.Add(1) // refused: still ours, count it as released
+				}
+			}
+			return None
+		},
+	})
+	bad, err := dialSmallWindow(e2.Addr().String(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	waitUntil(t, 10*time.Second, "releases after write stall", func() bool { return released.Load() == 21 })
+	time.Sleep(50 * time.Millisecond)
+	if n := released.Load(); n != 21 {
+		t.Errorf("released %d times, want 21", n)
+	}
+}
+
+// TestReusedFdGetsNothingStale: after a connection closes and a new one
+// reuses its fd, writes aimed at the old connection (off-loop, or already in
+// the inbox with the old generation) never reach the new one.
+func TestReusedFdGetsNothingStale(t *testing.T) {
+	h := newTestHandler()
+	e := start(t, Config{Loops: 1}, h)
+	a := dial(t, e)
+	ac := h.nextOpen(t)
+	a.Close()
+	h.closeOf(t, ac, 5*time.Second)
+
+	var b io.ReadWriter
+	var bc *Conn
+	for i := 0; i < 20; i++ { // the kernel hands out the lowest free fd: usually at once
+		nb := dial(t, e)
+		c := h.nextOpen(t)
+		if c.fd == ac.fd {
+			b, bc = nb, c
+			break
+		}
+		nb.Close()
+	}
+	if bc == nil {
+		t.Skip("fd not reused")
+	}
+	if err := ac.Write([]byte("stale\n")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write on the closed conn: %v, want ErrClosed", err)
+	}
+	// a task queued before the close was noticed: right fd, old generation
+	bb := bytebufferpool.Get()
+	bb.B = append(bb.B[:0], "stale\n"...)
+	if err := ac.loop.submit(task{kind: taskWrite, fd: ac.fd, gen: ac.gen,
+		seg: ioflush.Segment{Buf: bb.B, Pooled: bb}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.Write([]byte("fresh\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(b)
+	line, err := r.ReadString('\n')
+	if err != nil || line != "fresh\n" {
+		t.Fatalf("new connection read %q, %v; want only its own bytes", line, err)
+	}
+	waitUntil(t, 5*time.Second, "stale task dropped", func() bool { return e.Stats().StaleTasks >= 1 })
+}
+
+// TestShutdownDrains: Shutdown flushes queued output before closing, and
+// closes with ErrShutdown.
+func TestShutdownDrains(t *testing.T) {
+	const size = 4 << 20
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		big := make([]byte, size)
+		for i := range big {
+			big[i] = byte(i)
+		}
+		if err := c.WriteOwned(big, nil); err != nil {
+			t.Errorf("WriteOwned: %v", err)
+		}
+		return None
+	}
+	e, err := New(Config{Loops: 1, OutQueueBytes: 8 << 20, OutQueueHighBytes: 6 << 20}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := dialSmallWindow(e.Addr().String(), 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc := h.nextOpen(t)
+	c.Write([]byte("go"))
+	waitUntil(t, 5*time.Second, "reply queued", func() bool { return e.Stats().QueuedOutBytes > 0 })
+
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		shut <- e.Shutdown(ctx)
+	}()
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if len(got) != size {
+		t.Fatalf("got %d bytes before EOF, want %d", len(got), size)
+	}
+	for i := range got {
+		if got[i] != byte(i) {
+			t.Fatalf("byte %d = %d", i, got[i])
+		}
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if cause := h.closeOf(t, sc, time.Second); !errors.Is(cause, ErrShutdown) {
+		t.Errorf("cause %v, want ErrShutdown", cause)
+	}
+	if _, err := dialSmallWindow(e.Addr().String(), 0); err == nil {
+		t.Error("listener still accepts after Shutdown")
+	}
+	if err := e.Start(); !errors.Is(err, ErrEngineClosed) {
+		t.Errorf("Start after Shutdown: %v", err)
+	}
+}
+
+// TestShutdownDeadline: a peer that never reads cannot hold Shutdown past
+// its context.
+func TestShutdownDeadline(t *testing.T) {
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		c.WriteOwned(make([]byte, 8<<20), nil)
+		return None
+	}
+	e, err := New(Config{Loops: 1, OutQueueBytes: 16 << 20, OutQueueHighBytes: 12 << 20, WriteStallTimeout: -1}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Start()
+	c, err := dialSmallWindow(e.Addr().String(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc := h.nextOpen(t)
+	c.Write([]byte("go"))
+	waitUntil(t, 5*time.Second, "reply queued", func() bool { return e.Stats().QueuedOutBytes > 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("Shutdown took %v", d)
+	}
+	if cause := h.closeOf(t, sc, time.Second); !errors.Is(cause, ErrShutdown) {
+		t.Errorf("cause %v, want ErrShutdown", cause)
+	}
+}
+
+// TestHandlerShutdownAction: a handler returning Shutdown stops Serve.
+func TestHandlerShutdownAction(t *testing.T) {
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		if strings.TrimSpace(string(frame)) == "quit" {
+			return Shutdown
+		}
+		return None
+	}
+	e, err := New(Config{Loops: 2}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- e.Serve(context.Background()) }()
+	c := dial(t, e)
+	c.Write([]byte("quit\n"))
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after a Shutdown action")
+	}
+}
