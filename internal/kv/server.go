@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/admission/redisstore"
@@ -179,7 +180,11 @@ func (s *Server) newEnvelope(opts Options, store *Store) (*EnvelopeHandler, erro
 	case IdempotencyRedis:
 		addr := opts.RedisAddr
 		setDefault(&addr, "127.0.0.1:6379")
-		s.rdb = redis.NewClient(&redis.Options{Addr: addr})
+		// Maintenance notifications are a Redis Cloud/Enterprise feature;
+		// in go-redis's default auto mode they leave a goroutine behind
+		// after Close (seen by admission's goleak tests against Redis 7).
+		s.rdb = redis.NewClient(&redis.Options{Addr: addr,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 		ctx, cancel := context.WithTimeout(context.Background(), redisPingTimeout)
 		err := s.rdb.Ping(ctx).Err()
 		cancel()
@@ -239,7 +244,8 @@ func (s *Server) sweep() {
 func (s *Server) Addr() net.Addr { return s.Engine.Addr() }
 
 // Shutdown stops the engine (bounded by ctx, see server.Engine.Shutdown),
-// then the worker pool, the sweeper and the Redis client. It returns the
+// then the worker pool, the sweeper and the Redis client. Replies a worker
+// finishes after the engine closed its connection are dropped. It returns the
 // engine's error; a second call returns the same.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
