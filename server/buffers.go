@@ -11,24 +11,32 @@ import (
 // list when ioflush releases its segment. Idle connections hold no chunk and
 // no out-queue; steady state allocates nothing.
 const (
-	// outChunkBytes is the size of one output chunk: large enough that a
-	// turn's replies to one connection take a few iovecs, small enough that
-	// a connection with little queued output wastes little.
-	outChunkBytes = 16 << 10
+	// outChunkBytes is the size of one output chunk: a turn's replies to
+	// one connection usually fit in one (16 pipelined 64-byte replies take
+	// 1 KiB), and a turn that makes many connections dirty at once (up to
+	// MaxEventsPerWait) holds one chunk each until the flush, so the size is
+	// also the per-connection working set of a busy turn.
+	outChunkBytes = 8 << 10
 	// bigWriteBytes: a copied write larger than this takes one pooled
 	// segment (bytebufferpool) instead of a run of chunks.
 	bigWriteBytes = 64 << 10
 	// encodeSlackBytes is the room WriteFrame leaves beyond the frame for
 	// the codec's header; a codec that needs more takes the slow path.
 	encodeSlackBytes = 64
-	// maxOutSegments caps the segments in one out-queue (a 128-slot ring is
-	// 5 KiB). Coalescing makes a segment per chunk, so only WriteOwned
-	// messages and off-loop writes use one segment each.
-	maxOutSegments = 128
-	// maxFreeChunks and maxFreeOutQueues bound the per-loop free lists; what
-	// a burst allocates beyond them goes back to the garbage collector.
-	maxFreeChunks    = 256
-	maxFreeOutQueues = 1024
+	// smallOutSegments and maxOutSegments size the two out-queue classes. A
+	// queue starts small (coalescing makes one segment per chunk, so a
+	// typical queue holds one or two) and moves to a large one when it
+	// fills: 128 slots cost 5 KiB, more than most busy connections need.
+	// maxOutSegments caps the segments in one out-queue; only WriteOwned
+	// messages and off-loop writes take one segment each.
+	smallOutSegments = 4
+	maxOutSegments   = 128
+	// maxFreeChunks and maxFreeOutQueues bound the per-loop free lists
+	// (4 MiB of chunks, ~0.5 MiB of queues); what a burst allocates beyond
+	// them goes back to the garbage collector.
+	maxFreeChunks         = 512
+	maxFreeSmallOutQueues = 1024
+	maxFreeLargeOutQueues = 64
 )
 
 // chunk is a loop-owned output buffer; its Free func (bound once) returns it
@@ -74,9 +82,47 @@ func (p *chunkPool) get() *chunk {
 // with them, how many messages end in each segment (so the message budget is
 // released exactly when a message's last byte is written).
 type outQueue struct {
-	segs ringq.Ring[ioflush.Segment]
-	msgs ringq.Ring[int32]
-	next *outQueue
+	segs  ringq.Ring[ioflush.Segment]
+	msgs  ringq.Ring[int32]
+	large bool
+	next  *outQueue
+}
+
+// outQueuePool is a loop's two free lists of out-queues; not safe for
+// concurrent use.
+type outQueuePool struct {
+	free [2]*outQueue // small, large
+	n    [2]int
+}
+
+func (p *outQueuePool) get(large bool, capacity int) *outQueue {
+	i := 0
+	if large {
+		i = 1
+	}
+	if q := p.free[i]; q != nil {
+		p.free[i] = q.next
+		q.next = nil
+		p.n[i]--
+		return q
+	}
+	q := &outQueue{large: large}
+	q.segs.Init(capacity)
+	q.msgs.Init(capacity)
+	return q
+}
+
+// put recycles an empty queue.
+func (p *outQueuePool) put(q *outQueue) {
+	i, limit := 0, maxFreeSmallOutQueues
+	if q.large {
+		i, limit = 1, maxFreeLargeOutQueues
+	}
+	if p.n[i] < limit {
+		q.next = p.free[i]
+		p.free[i] = q
+		p.n[i]++
+	}
 }
 
 // inClasses are the size classes of the per-loop free lists for connection

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ type childReport struct {
 func runChild(role string) int {
 	var e *Engine
 	var addr string
+	var netConns atomic.Int64 // netserve: connections accepted
 	switch role {
 	case "emfile", "serve":
 		var err error
@@ -79,11 +81,24 @@ func runChild(role string) int {
 			for {
 				c, err := ln.Accept()
 				if err != nil {
+					fmt.Fprintln(os.Stderr, "netserve: accept:", err)
 					return
 				}
-				go func() {
+				netConns.Add(1)
+				go func() { // the raw echo loop of bench/peers (io.Copy would splice through a pipe: 3 fds per connection)
 					defer c.Close()
-					io.Copy(c, c)
+					buf := make([]byte, 4096)
+					for {
+						n, err := c.Read(buf)
+						if n > 0 {
+							if _, werr := c.Write(buf[:n]); werr != nil {
+								return
+							}
+						}
+						if err != nil {
+							return
+						}
+					}
 				}()
 			}
 		}()
@@ -101,6 +116,8 @@ func runChild(role string) int {
 		var r childReport
 		if e != nil {
 			r.Stats = e.Stats()
+		} else {
+			r.Stats.ConnsOpen = netConns.Load()
 		}
 		var ru unix.Rusage
 		unix.Getrusage(unix.RUSAGE_SELF, &ru)

@@ -339,28 +339,52 @@ func (l *loop) canQueue(c *Conn, n int) error {
 	return nil
 }
 
-// outq returns c's out-queue, taking one from the loop's free list if c has
-// none.
+// outq returns c's out-queue, taking a small one from the loop's free list
+// if c has none.
 func (l *loop) outq(c *Conn) *outQueue {
 	if q := c.out; q != nil {
 		return q
 	}
-	q := l.outFree
-	if q != nil {
-		l.outFree = q.next
-		q.next = nil
-		l.nOutFree--
-	} else {
-		segs := min(maxOutSegments, l.cfg.OutQueueMsgs)
-		q = &outQueue{}
-		q.segs.Init(segs)
-		q.msgs.Init(segs)
-	}
-	c.out = q
-	return q
+	c.out = l.outqs.get(false, min(smallOutSegments, l.maxSegs))
+	return c.out
 }
 
-// releaseOut returns c's (empty) out-queue to the free list.
+// segRoom reports how many more segments c's out-queue may take.
+func (l *loop) segRoom(c *Conn) int {
+	if c.out == nil {
+		return l.maxSegs
+	}
+	return l.maxSegs - c.out.segs.Len()
+}
+
+// pushSeg appends seg to c's out-queue (with a zero message count), moving a
+// full small queue to a large one; false if the queue holds maxSegs.
+func (l *loop) pushSeg(c *Conn, seg ioflush.Segment) bool {
+	q := l.outq(c)
+	if q.segs.Full() {
+		if q.large || q.segs.Len() >= l.maxSegs {
+			return false
+		}
+		big := l.outqs.get(true, l.maxSegs)
+		for {
+			s, ok := q.segs.Pop()
+			if !ok {
+				break
+			}
+			m, _ := q.msgs.Pop()
+			big.segs.Push(s)
+			big.msgs.Push(m)
+		}
+		l.outqs.put(q)
+		c.out, q = big, big
+	}
+	q.segs.Push(seg)
+	q.msgs.Push(0)
+	return true
+}
+
+// releaseOut returns c's out-queue to the free list, releasing anything
+// still in it.
 func (l *loop) releaseOut(c *Conn) {
 	q := c.out
 	if q == nil {
@@ -369,11 +393,7 @@ func (l *loop) releaseOut(c *Conn) {
 	c.out, c.tailChunk = nil, nil
 	ioflush.Drop(&q.segs)
 	q.msgs.Reset()
-	if l.nOutFree < maxFreeOutQueues {
-		q.next = l.outFree
-		l.outFree = q
-		l.nOutFree++
-	}
+	l.outqs.put(q)
 }
 
 // queued accounts one message of n bytes just added to c's out-queue.
@@ -392,15 +412,6 @@ func (l *loop) queued(c *Conn, n int) {
 		c.full.Store(true)
 		l.st[cPauses]++
 	}
-}
-
-// pushSeg appends seg to q (with a zero message count); false if q is full.
-func pushSeg(q *outQueue, seg ioflush.Segment) bool {
-	if !q.segs.Push(seg) {
-		return false
-	}
-	q.msgs.Push(0)
-	return true
 }
 
 // writeCopy is Conn.Write on the loop: it copies p into the tail chunk and
@@ -425,27 +436,23 @@ func (l *loop) writeCopy(c *Conn, p []byte) error {
 		}
 		return nil
 	}
-	q := l.outq(c)
 	room := 0
 	if c.tailChunk != nil {
 		room = c.tailChunk.room()
 	}
-	if n > room && q.segs.Len()+(n-room+outChunkBytes-1)/outChunkBytes > q.segs.Cap() {
+	if n > room && (n-room+outChunkBytes-1)/outChunkBytes > l.segRoom(c) {
 		l.st[cQueueFull]++
-		if q.segs.Empty() {
-			l.releaseOut(c)
-		}
 		return ErrQueueFull
 	}
 	for len(p) > 0 {
 		ch := c.tailChunk
 		if ch == nil || ch.room() == 0 {
 			ch = l.chunks.get()
-			pushSeg(q, ioflush.Segment{Buf: ch.b, Free: ch.free})
+			l.pushSeg(c, ioflush.Segment{Buf: ch.b, Free: ch.free})
 			c.tailChunk = ch
 		}
 		k := min(len(p), ch.room())
-		appendTail(q, ch, p[:k])
+		appendTail(c.out, ch, p[:k])
 		p = p[k:]
 	}
 	l.queued(c, n)
@@ -477,7 +484,6 @@ func (l *loop) writeFrame(c *Conn, frame []byte) error {
 		}
 		return nil
 	}
-	q := l.outq(c)
 	if ch := c.tailChunk; ch != nil && ch.room() >= est {
 		before := len(ch.b)
 		enc := l.codec.AppendEncode(ch.b, frame)
@@ -488,7 +494,7 @@ func (l *loop) writeFrame(c *Conn, frame []byte) error {
 		if err := l.canQueue(c, n); err != nil {
 			return err
 		}
-		appendTail(q, ch, enc[before:])
+		appendTail(c.out, ch, enc[before:])
 		l.queued(c, n)
 		return nil
 	}
@@ -499,13 +505,13 @@ func (l *loop) writeFrame(c *Conn, frame []byte) error {
 		return l.writeCopy(c, enc)
 	}
 	err := l.canQueue(c, len(enc))
-	if err == nil && !pushSeg(q, ioflush.Segment{Buf: enc, Free: ch.free}) {
+	if err == nil && !l.pushSeg(c, ioflush.Segment{Buf: enc, Free: ch.free}) {
 		l.st[cQueueFull]++
 		err = ErrQueueFull
 	}
 	if err != nil {
 		ch.release()
-		if q.segs.Empty() {
+		if c.out != nil && c.out.segs.Empty() {
 			l.releaseOut(c)
 		}
 		return err
@@ -522,8 +528,7 @@ func (l *loop) writeSegment(c *Conn, seg ioflush.Segment) error {
 	if err := l.canQueue(c, len(seg.Buf)); err != nil {
 		return err
 	}
-	q := l.outq(c)
-	if !pushSeg(q, seg) {
+	if !l.pushSeg(c, seg) {
 		l.st[cQueueFull]++
 		return ErrQueueFull
 	}

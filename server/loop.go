@@ -47,10 +47,10 @@ type loop struct {
 	nReady               int
 	dirtyHead, dirtyTail *Conn
 
-	outFree  *outQueue
-	nOutFree int
-	chunks   chunkPool
-	ins      inPool
+	outqs   outQueuePool
+	maxSegs int // segments one out-queue may hold
+	chunks  chunkPool
+	ins     inPool
 
 	inbox inbox
 	tasks []task // MaxInboxTasksPerTurn scratch
@@ -79,6 +79,7 @@ func newLoop(e *Engine, id int) *loop {
 		codec:    cfg.Codec,
 		admit:    cfg.Admission,
 		lfd:      -1,
+		maxSegs:  min(maxOutSegments, cfg.OutQueueMsgs),
 		msgsHigh: max(1, cfg.OutQueueMsgs/2),
 		msgsLow:  cfg.OutQueueMsgs / 4,
 	}

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestIdleMemory measures resident memory per idle connection, for the
+// engine and for a goroutine-per-connection net server, each in a child
+// process. It is a measurement, not a check, so it runs only when asked:
+//
+//	SLUICE_IDLE_CONNS=10000 go test -run TestIdleMemory -v ./server
+//
+// (without -race: the race detector's shadow memory would be counted). The
+// parent holds the client ends; the Go runtime raises its RLIMIT_NOFILE soft
+// limit to the hard limit at start-up, in the child too.
+func TestIdleMemory(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("SLUICE_IDLE_CONNS"))
+	if n <= 0 {
+		t.Skip("set SLUICE_IDLE_CONNS to measure")
+	}
+	for _, role := range []string{"serve", "netserve"} {
+		t.Run(role, func(t *testing.T) {
+			ch := startChild(t, role)
+			base := ch.report(t, "gc")
+			conns := make([]net.Conn, 0, n)
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for i := 0; i < n; i++ {
+				c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
+				if err != nil {
+					t.Fatalf("dial %d: %v", i, err)
+				}
+				conns = append(conns, c)
+				if (i+1)%1000 == 0 || i == n-1 { // stay within the listen backlog
+					var got int64
+					waitUntil(t, 30*time.Second, fmt.Sprintf("accepted %d", i+1), func() bool {
+						got = ch.report(t, "").Stats.ConnsOpen
+						return got == int64(i+1)
+					})
+				}
+			}
+			fresh := ch.report(t, "gc")
+			buf := make([]byte, 8)
+			for _, c := range conns { // one echo each, then idle again
+				c.SetDeadline(time.Now().Add(60 * time.Second))
+				c.Write([]byte("12345678"))
+			}
+			for i, c := range conns {
+				if _, err := c.Read(buf); err != nil {
+					t.Fatalf("echo %d: %v", i, err)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+			after := ch.report(t, "gc")
+			per := func(r childReport) float64 { return float64(r.RSSBytes-base.RSSBytes) / float64(n) / 1024 }
+			t.Logf("%s: %d idle connections: RSS base %.1f MiB, fresh %.1f MiB (%.2f KiB/conn), after one echo %.1f MiB (%.2f KiB/conn), goroutines %d",
+				role, n, float64(base.RSSBytes)/(1<<20), float64(fresh.RSSBytes)/(1<<20), per(fresh),
+				float64(after.RSSBytes)/(1<<20), per(after), after.Goroutines)
+		})
+	}
+}
