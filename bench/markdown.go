@@ -24,7 +24,7 @@ func (r *Report) Markdown(chartDir string) string {
 		r.Started.Format(time.RFC3339), r.Finished.Format("15:04:05"), r.Finished.Sub(r.Started).Round(time.Second),
 		orDash(r.Machine.CPUModel), r.Machine.CPUs, orDash(r.Machine.Kernel), r.Machine.GoVersion, orDash(r.Machine.Clocksource),
 		orDash(r.Machine.LoadAvgStart), orDash(r.Machine.LoadAvgEnd))
-	fmt.Fprintf(&b, "Codec %s; %d rounds, servers alternating within each round (%s); %v warm-up + %v measured per run; %s; GOMAXPROCS %d (server, with -loops %d) and %d (generator); a fresh server process per run.\n\n",
+	fmt.Fprintf(&b, "Codec %s; rounds: %d, servers alternating within each round (%s); %v warm-up + %v measured per run; %s; GOMAXPROCS %d (server, with -loops %d) and %d (generator); a fresh server process per run.\n\n",
 		cfg.Codec, cfg.Rounds, strings.Join(availableNames(r.Servers), " → "), cfg.Warmup, cfg.Duration, pin, cfg.ServerProcs, cfg.ServerProcs, cfg.ClientProcs)
 	for _, st := range r.Servers {
 		if !st.Available {
