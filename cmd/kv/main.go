@@ -77,13 +77,15 @@ func run(args []string) error {
 	}
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
+	// Catch the signals before announcing the address: a supervisor may
+	// send SIGTERM as soon as it reads the line.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	s, err := kv.Start(o)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("listening on %s\n", s.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	select {
 	case <-ctx.Done():
 	case <-s.Done():
