@@ -23,7 +23,13 @@ func TestMaxConnsGate(t *testing.T) {
 			var opened []*Conn
 			for i := 0; i < 4; i++ {
 				clients = append(clients, dial(t, e))
-				opened = append(opened, h.nextOpen(t))
+				select {
+				case c := <-h.opened:
+					opened = append(opened, c)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("connection %d not accepted within 10s: %+v; gate %b, loops listening %v %v",
+						i, e.Stats(), e.gate.Load(), e.loops[0].listening, e.loops[1].listening)
+				}
 			}
 			waitUntil(t, 5*time.Second, "gate closed", func() bool { return !e.Stats().GateOpen })
 			for i := 0; i < 2; i++ { // handshakes complete in the backlog
