@@ -227,3 +227,44 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Logf("%s %s", time.Now().Format("15:04:05.000"), strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// TestCompareSluiceUnbuildable: a cmd/echo that does not compile makes sluice
+// unavailable, with the compiler's message, and the others still run.
+func TestCompareSluiceUnbuildable(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command")
+	}
+	mod := t.TempDir()
+	files := map[string]string{
+		"go.mod":           "module example.com/broken\n\ngo 1.21\n",
+		"cmd/echo/main.go": "package main\n\nfunc main() { undefinedThing() }\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(mod, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scenarios, _ := bench.ParseScenarios("2x1x64")
+	rep, err := bench.Compare(context.Background(), bench.CompareConfig{
+		ModuleDir: mod, BenchBin: os.Args[0], BenchEnv: []string{childEnv},
+		Servers: []string{bench.ServerSluice, bench.ServerNet}, Scenarios: scenarios, Codec: bench.CodecLine,
+		Rounds: 1, Warmup: 50 * time.Millisecond, Duration: 100 * time.Millisecond,
+		IdleConns: -1, StraceScenario: "none", NoPin: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Servers) != 2 || rep.Servers[0].Available || !strings.Contains(rep.Servers[0].Reason, "undefinedThing") {
+		t.Fatalf("sluice status %+v", rep.Servers)
+	}
+	if len(rep.Cells) != 1 || rep.Cells[0].Server != bench.ServerNet || rep.Cells[0].Summary == nil {
+		t.Fatalf("cells %+v", rep.Cells)
+	}
+	if md := rep.Markdown(""); !strings.Contains(md, "sluice unavailable") {
+		t.Fatalf("markdown does not say sluice is unavailable:\n%s", md)
+	}
+}

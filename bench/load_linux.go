@@ -312,8 +312,12 @@ func progressLoop(out io.Writer, base time.Time, warmEnd, end int64, workers []*
 			if int64(el) < warmEnd {
 				phase = "warm-up"
 			}
+			p99Text := "–" // nothing measured yet (warm-up)
+			if p99 > 0 {
+				p99Text = humanMicros(float64(p99) / 1e3)
+			}
 			_, _ = fmt.Fprintf(out, "\r\033[K%5.1fs/%.0fs %-9s %s msg/s  p99 %s  errors %d",
-				el.Seconds(), time.Duration(end).Seconds(), phase, humanRate(rate), humanMicros(float64(p99)/1e3), errs)
+				el.Seconds(), time.Duration(end).Seconds(), phase, humanRate(rate), p99Text, errs)
 		}
 	}
 }

@@ -227,8 +227,8 @@ func (w *worker) run() {
 	w.housekeeping(w.now())
 }
 
-// unfinished returns the requests written and not answered, and closes every
-// connection.
+// closeConns closes every connection and the epoll set, and returns the
+// requests that were written and not answered.
 func (w *worker) closeConns() (unfinished int64) {
 	for _, c := range w.conns {
 		if c.dead {
