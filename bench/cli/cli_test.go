@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicenet/sluice/bench"
+)
+
+func TestMainUsageErrors(t *testing.T) {
+	if code := Main(nil); code != 2 {
+		t.Fatalf("no command: exit %d, want 2", code)
+	}
+	if code := Main([]string{"frobnicate"}); code != 2 {
+		t.Fatalf("unknown command: exit %d, want 2", code)
+	}
+	if code := Main([]string{"load", "-codec", "morse"}); code != 1 {
+		t.Fatalf("bad codec: exit %d, want 1", code)
+	}
+	if code := Main([]string{"compare", "-scenarios", "12"}); code != 1 {
+		t.Fatalf("bad scenario: exit %d, want 1", code)
+	}
+}
+
+// TestRender re-renders a saved report: markdown, charts and the doc section.
+func TestRender(t *testing.T) {
+	closed, _ := bench.ParseScenario("8x2x64")
+	open, _ := bench.ParseScenario("open50")
+	res := func(rate, p99 float64) *bench.LoadResult {
+		return &bench.LoadResult{Mode: "closed", MsgsPerSec: rate, OfferedPerSec: rate,
+			Latency: bench.LatencySummary{Count: 100, P50Micros: p99 / 3, P99Micros: p99, P999Micros: p99 * 2, MaxMicros: p99 * 3}}
+	}
+	rep := bench.Report{
+		Started: time.Now(), Finished: time.Now(),
+		Servers:   []bench.ServerStatus{{Name: "sluice", Available: true}, {Name: "gnet", Available: true}},
+		Scenarios: []bench.Scenario{closed, open},
+	}
+	for _, srv := range []string{"sluice", "gnet"} {
+		for _, s := range rep.Scenarios {
+			r := res(50000, 120)
+			rep.Cells = append(rep.Cells, bench.Cell{Scenario: s.Name, Server: srv, Runs: []bench.Run{{Round: 1, Result: r}},
+				Summary: &bench.CellSummary{Rounds: 1, MsgsPerSec: bench.Spread{Median: 50000, Min: 49000, Max: 51000},
+					OfferedPerSec: 25000, Latency: r.Latency, ServerUtil: 0.5, ClientUtil: 0.5, Saturated: "neither"}})
+		}
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "report.json")
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(doc, []byte(bench.DocBeginMarker+"\n"+bench.DocEndMarker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if code := Main([]string{"render", "-in", in, "-out", out, "-doc", doc}); code != 0 {
+		t.Fatalf("render: exit %d", code)
+	}
+	for _, f := range []string{bench.ReportMarkdown, bench.ThroughputChart, bench.LatencyChart} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	d, _ := os.ReadFile(doc)
+	if !strings.Contains(string(d), "8 conns × 2 in flight × 64 B") || !strings.Contains(string(d), "out/"+bench.LatencyChart) {
+		t.Fatalf("doc section:\n%s", d)
+	}
+}
