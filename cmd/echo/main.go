@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +43,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.OutQueueBytes, "out-queue-bytes", 0, "out-queue byte budget per connection (0: default)")
 	fs.IntVar(&cfg.ReadBudgetBytes, "read-budget", 0, "bytes read per connection per loop turn (0: default)")
 	fs.IntVar(&cfg.FlushBudgetBytes, "flush-budget", 0, "bytes written per connection per flush (0: default)")
+	printStats := fs.Bool("print-stats", false, "print the engine's counters as JSON on stderr after shutdown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -70,7 +72,11 @@ func run(args []string) error {
 	fmt.Printf("listening on %s\n", e.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return e.Serve(ctx)
+	err = e.Serve(ctx)
+	if *printStats {
+		json.NewEncoder(os.Stderr).Encode(e.Stats())
+	}
+	return err
 }
 
 // echoHandler writes every frame back. When the connection's out-queue is
