@@ -96,7 +96,9 @@
 //
 // AcceptReusePort (one SO_REUSEPORT socket per loop) and AcceptExclusive
 // (one socket in every loop's epoll set with EPOLLEXCLUSIVE) are both
-// offered; AcceptDefault is AcceptReusePort. accept4 runs up to
+// offered; AcceptDefault is AcceptReusePort, which spreads long-lived
+// connections over the loops by hash, where EPOLLEXCLUSIVE hands them all
+// to the first idle loop (see AcceptDefault). accept4 runs up to
 // MaxAcceptPerTurn per turn; EMFILE, ENFILE, ENOBUFS and ENOMEM take the
 // listener out of epoll for AcceptRetryDelay instead of spinning. MaxConns
 // closes the gate for every loop and MaxConnsLow reopens it.

@@ -124,3 +124,22 @@ func TestAdmissionSeam(t *testing.T) {
 		}
 	})
 }
+
+// TestAcceptSpread: with SO_REUSEPORT (the default) connections spread over
+// the loops; EPOLLEXCLUSIVE gives them all to the first idle loop, which is
+// why it is not the default. 64 connections, 2 loops: a loop with fewer than
+// 8 has a probability below 1e-8 under a fair hash.
+func TestAcceptSpread(t *testing.T) {
+	h := newTestHandler()
+	e := start(t, Config{Loops: 2}, h)
+	for i := 0; i < 64; i++ {
+		dial(t, e)
+		h.nextOpen(t)
+	}
+	waitStats(t, e, "64 accepted", func(s Stats) bool { return s.Accepted == 64 })
+	for _, l := range e.loops {
+		if n := l.pub[gConns].Load(); n < 8 {
+			t.Errorf("loop %d has %d of 64 connections", l.id, n)
+		}
+	}
+}

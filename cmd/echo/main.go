@@ -35,6 +35,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7000", "listen address host:port")
 	fs.IntVar(&cfg.Loops, "loops", 0, "event loops (0: GOMAXPROCS)")
 	codecName := fs.String("codec", protocol.NameRaw, "framing: raw, length (4-byte big-endian) or line")
+	accept := fs.String("accept", "", "how loops share the listener: reuseport or exclusive (default: the engine's)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "connection budget; the listen gate closes there (0: none)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close connections idle this long (0: default 2m, <0: off)")
 	fs.DurationVar(&cfg.FrameTimeout, "frame-timeout", 0, "close connections whose frame takes this long (0: default 30s, <0: off)")
@@ -54,6 +55,15 @@ func run(args []string) error {
 	case protocol.NameRaw, protocol.NameLength, protocol.NameLine:
 	default:
 		return fmt.Errorf("-codec %q: want raw, length or line", *codecName)
+	}
+	switch *accept {
+	case "":
+	case server.AcceptReusePort.String():
+		cfg.Accept = server.AcceptReusePort
+	case server.AcceptExclusive.String():
+		cfg.Accept = server.AcceptExclusive
+	default:
+		return fmt.Errorf("-accept %q: want reuseport or exclusive", *accept)
 	}
 	codec, err := protocol.ByName(*codecName, 0)
 	if err != nil {
