@@ -1,0 +1,81 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/sluicenet/sluice/admission"
+)
+
+// AdmissionPolicy wires an admission.Admitter into the engine. The engine
+// carries out what the policy decides:
+//
+//   - per frame, in order: global caps → tenant quota → connection queue →
+//     idempotency claim (admission.Loop.Admit), then, with
+//     ShedOnQueueDelay, CoDel on the frame's queueing delay; a refusal is
+//     answered through the codec's Rejecter with the reason and retry-after
+//     and the connection stays open;
+//   - per turn: the loop's load (connections, requests in the worker pool,
+//     queued bytes) is published, Admitter.Tick runs (it does real work at
+//     most once per its SampleInterval), and the listen fd follows
+//     Admitter.Gate().State() on every loop;
+//   - EMFILE and ENFILE from accept4 are fed to the gate
+//     (GatePolicy.AcceptError), which pauses every loop's listener;
+//   - the listeners' accept-queue depth and limit (TCP_INFO) are fed to the
+//     gate (GatePolicy.Backlog); in GateRejecting the loops accept and
+//     answer each new connection with a reject and a close;
+//   - loop lag (readiness to the end of the turn) goes to the lag signal,
+//     and every flushed connection's queue to the per-connection budgets
+//     (ConnBudgets.Check): a connection above its Max is closed with
+//     ErrShed, one above its High stops being read until its Low.
+//
+// The Admitter must have been built with at least Config.Loops loops, and
+// its tenant quota and idempotency store must not block: they are called on
+// the loop (the in-memory TenantLimiter and MemoryStore do not block; a
+// Redis-backed limiter or store belongs in a worker, not here).
+type AdmissionPolicy struct {
+	// Admitter decides; nil turns the policy off.
+	Admitter *admission.Admitter
+
+	// TenantKey computes a frame's tenant key from the peer address (and,
+	// through Classify, the protocol's tenant field). Nil:
+	// admission.KeyByIP().
+	TenantKey admission.TenantKeyFunc
+
+	// Classify, when set, fills in what the engine cannot know about a
+	// frame before admission: a protocol tenant (overwrite f.Tenant, which
+	// holds the peer's key), cost, priority, idempotency key, operation and
+	// payload. It runs on the loop for every frame and must not block or
+	// retain frame; f's slices may alias frame.
+	Classify func(c *Conn, frame []byte, f *admission.Frame)
+
+	// CostBytes charges each frame's length to its tenant, in bytes,
+	// instead of 1 request (the quota's units must then be bytes).
+	CostBytes bool
+
+	// ShedOnQueueDelay measures each frame's queueing delay on the loop —
+	// from the earliest moment its bytes could have arrived unseen (the
+	// previous turn's start while the loop is busy, this turn's start after
+	// it slept) to its dispatch — and passes it to the loop's CoDel
+	// (admission.Config.CoDel must be set): while the loop has a standing
+	// queue, frames that waited more than twice the target are refused
+	// with reason "codel". This is what sheds for inline handlers, whose
+	// queue is the socket buffers and the turn itself.
+	ShedOnQueueDelay bool
+}
+
+// enabled reports whether the policy is on.
+func (p *AdmissionPolicy) enabled() bool { return p.Admitter != nil }
+
+// validate checks the policy against the engine's loop count.
+func (p *AdmissionPolicy) validate(loops int) error {
+	if p.Admitter == nil {
+		if p.TenantKey != nil || p.Classify != nil || p.CostBytes || p.ShedOnQueueDelay {
+			return fmt.Errorf("%w: Policy: options set without an Admitter", ErrInvalidConfig)
+		}
+		return nil
+	}
+	if p.Admitter.Loop(loops-1) == nil {
+		return fmt.Errorf("%w: Policy.Admitter has fewer loops than Loops = %d", ErrInvalidConfig, loops)
+	}
+	return nil
+}
