@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpecho
+
+const raceEnabled = false
