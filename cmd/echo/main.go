@@ -3,6 +3,9 @@
 //
 //	echo -addr 127.0.0.1:7000 -codec length -loops 2
 //
+// With -codec http it is an HTTP/1.1 server instead (package httpecho):
+// "Hello, World!" on GET /, the request body echoed on POST /echo.
+//
 // It prints "listening on HOST:PORT" once it accepts connections, and exits
 // 0 after a clean shutdown on SIGINT or SIGTERM.
 package main
@@ -18,9 +21,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluicenet/sluice/internal/httpecho"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/server"
 )
+
+// codecHTTP selects the HTTP/1.1 server of package httpecho.
+const codecHTTP = "http"
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -34,7 +41,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7000", "listen address host:port")
 	fs.IntVar(&cfg.Loops, "loops", 0, "event loops (0: GOMAXPROCS)")
-	codecName := fs.String("codec", protocol.NameRaw, "framing: raw, length (4-byte big-endian) or line")
+	codecName := fs.String("codec", protocol.NameRaw, "framing: raw, length (4-byte big-endian), line, or http (HTTP/1.1: Hello, World! on /, body echo on /echo)")
 	accept := fs.String("accept", "", "how loops share the listener: reuseport or exclusive (default: the engine's)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "connection budget; the listen gate closes there (0: none)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close connections idle this long (0: default 2m, <0: off)")
@@ -52,9 +59,9 @@ func run(args []string) error {
 		return err
 	}
 	switch *codecName {
-	case protocol.NameRaw, protocol.NameLength, protocol.NameLine:
+	case protocol.NameRaw, protocol.NameLength, protocol.NameLine, codecHTTP:
 	default:
-		return fmt.Errorf("-codec %q: want raw, length or line", *codecName)
+		return fmt.Errorf("-codec %q: want raw, length, line or http", *codecName)
 	}
 	switch *accept {
 	case "":
@@ -65,14 +72,20 @@ func run(args []string) error {
 	default:
 		return fmt.Errorf("-accept %q: want reuseport or exclusive", *accept)
 	}
-	codec, err := protocol.ByName(*codecName, 0)
-	if err != nil {
-		return err
+	var handler server.Handler = echoHandler{}
+	if *codecName == codecHTTP {
+		hc := httpecho.Codec{}
+		cfg.Codec, handler = hc, httpecho.NewHandler(hc)
+	} else {
+		codec, err := protocol.ByName(*codecName, 0)
+		if err != nil {
+			return err
+		}
+		cfg.Codec = codec
 	}
-	cfg.Codec = codec
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 
-	e, err := server.New(cfg, echoHandler{})
+	e, err := server.New(cfg, handler)
 	if err != nil {
 		return err
 	}
