@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/netip"
 
 	"golang.org/x/sys/unix"
@@ -31,13 +32,16 @@ func (l *loop) acceptPhase() {
 			switch en {
 			case unix.EAGAIN:
 				return
-			case unix.EINTR, unix.ECONNABORTED:
+			case unix.EINTR:
+				continue
+			case unix.ECONNABORTED:
+				l.acceptError(en)
 				continue
 			case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
 				l.pauseForFds(en)
 				return
 			default:
-				l.st[cAcceptErrors]++
+				l.acceptError(en)
 				return
 			}
 		}
@@ -51,6 +55,7 @@ func (l *loop) acceptPhase() {
 // backlog keeps the pending connections meanwhile.
 func (l *loop) pauseForFds(en unix.Errno) {
 	l.st[cAcceptPauses]++
+	l.st[cPauseErrnoBase+int(pauseErrnoOf(en))]++
 	l.fdPausedUntil = l.now + max(int64(l.cfg.AcceptRetryDelay), 1)
 	if lg := l.cfg.Logger; lg != nil && l.st[cAcceptPauses]&(l.st[cAcceptPauses]-1) == 0 {
 		// logged on the 1st, 2nd, 4th, 8th... pause so a long shortage cannot flood the log
@@ -59,10 +64,16 @@ func (l *loop) pauseForFds(en unix.Errno) {
 	}
 }
 
+// acceptError counts an accept4 or connection setup failure by errno.
+func (l *loop) acceptError(en unix.Errno) {
+	l.st[cAcceptErrors]++
+	l.st[cAcceptErrnoBase+int(acceptErrnoOf(en))]++
+}
+
 // open registers a freshly accepted fd as a connection and calls OnOpen.
 func (l *loop) open(fd int, peer netip.AddrPort) {
 	if en := setNoDelay(fd); en != 0 {
-		l.st[cAcceptErrors]++ // the peer may already be gone; carry on without TCP_NODELAY
+		l.acceptError(en) // the peer may already be gone; carry on without TCP_NODELAY
 	}
 	l.gen++
 	if uint32(l.gen) == 0 { // tag 0 marks the loop's own fds
@@ -73,7 +84,9 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	if err := l.p.add(fd, connEvents, uint32(c.gen)); err != nil {
 		sysClose(fd)
 		l.e.unreserveConn()
-		l.st[cAcceptErrors]++
+		var en unix.Errno
+		errors.As(err, &en)
+		l.acceptError(en)
 		return
 	}
 	l.setConn(fd, c)

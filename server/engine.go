@@ -39,6 +39,11 @@ type Engine struct {
 	gateTransitions atomic.Uint64
 	inboxFull       atomic.Uint64
 
+	// gate closed time, kept under gateMu at gate transitions only
+	gateMu        sync.Mutex
+	gateClosedAt  int64 // loop clock when the gate closed; 0 while open
+	gateClosedSum int64 // ns of closures that ended
+
 	draining      atomic.Bool
 	force         atomic.Bool
 	drainDeadline atomic.Int64 // loop clock; 0: none
@@ -285,6 +290,7 @@ func (e *Engine) pauseAccept(reason uint32) {
 		if e.gate.CompareAndSwap(old, old|reason) {
 			if old == 0 {
 				e.gateTransitions.Add(1)
+				e.gateTimeSync()
 				if lg := e.cfg.Logger; lg != nil {
 					lg.Info("sluice: listen gate closed", "reason", gateReasonName(reason), "conns", e.conns.Load())
 				}
@@ -310,6 +316,7 @@ func (e *Engine) resumeAccept(reason uint32) {
 		if e.gate.CompareAndSwap(old, old&^reason) {
 			if old&^reason == 0 {
 				e.gateTransitions.Add(1)
+				e.gateTimeSync()
 				if lg := e.cfg.Logger; lg != nil {
 					lg.Info("sluice: listen gate opened", "reason", gateReasonName(reason), "conns", e.conns.Load())
 				}
@@ -318,6 +325,35 @@ func (e *Engine) resumeAccept(reason uint32) {
 			return
 		}
 	}
+}
+
+// gateTimeSync brings the gate's closed-time accounting in line with the
+// gate's state after a transition. It reads the state under gateMu, so
+// whichever of two racing transitions syncs last applies the final state,
+// and the total never counts an open interval.
+func (e *Engine) gateTimeSync() {
+	e.gateMu.Lock()
+	defer e.gateMu.Unlock()
+	closed, now := e.gate.Load() != 0, e.clock()
+	switch {
+	case closed && e.gateClosedAt == 0:
+		e.gateClosedAt = max(now, 1)
+	case !closed && e.gateClosedAt != 0:
+		e.gateClosedSum += max(now-e.gateClosedAt, 0)
+		e.gateClosedAt = 0
+	}
+}
+
+// gateClosedTime returns the total time the gate was closed, the current
+// closure included.
+func (e *Engine) gateClosedTime() time.Duration {
+	e.gateMu.Lock()
+	defer e.gateMu.Unlock()
+	d := e.gateClosedSum
+	if e.gateClosedAt != 0 {
+		d += max(e.clock()-e.gateClosedAt, 0)
+	}
+	return time.Duration(d)
 }
 
 func gateReasonName(r uint32) string {

@@ -275,6 +275,7 @@ func (l *loop) flushConn(c *Conn) {
 		return
 	}
 	before := q.segs.Len()
+	l.observeOutQueue(c.outBytes)
 	n, res, err := l.flusher.Flush(int(c.fd), &q.segs, l.cfg.FlushBudgetBytes)
 	l.st[cFlushes]++
 	if n > 0 {
@@ -319,6 +320,7 @@ func (l *loop) flushConn(c *Conn) {
 	}
 	if c.flags&fPaused != 0 && c.outBytes <= l.cfg.OutQueueLowBytes && c.outMsgs <= l.msgsLow {
 		c.flags &^= fPaused
+		l.nPaused--
 		c.full.Store(false)
 		l.ready(c, fNeedRead) // bytes may wait in the socket with no new edge to come
 	}
@@ -409,6 +411,7 @@ func (l *loop) queued(c *Conn, n int) {
 	l.markDirty(c)
 	if c.flags&fPaused == 0 && (c.outBytes >= l.cfg.OutQueueHighBytes || c.outMsgs >= l.msgsHigh) {
 		c.flags |= fPaused
+		l.nPaused++
 		c.full.Store(true)
 		l.st[cPauses]++
 	}
@@ -562,6 +565,9 @@ func (l *loop) finishClose(c *Conn) {
 func (l *loop) closeNow(c *Conn, cause error) {
 	if c.flags&fClosed != 0 {
 		return
+	}
+	if c.flags&fPaused != 0 {
+		l.nPaused--
 	}
 	c.flags |= fClosed
 	if c.closing == nil {

@@ -68,6 +68,12 @@ type loop struct {
 
 	st  counters
 	pub published
+
+	hists      [numHists]hist    // loop-owned histograms (hist.go)
+	hpub       [numHists]histPub // their published copy
+	slept      bool              // this turn's wait slept in epoll_wait
+	framesSeen uint64            // st[cFrames] when the last turn ended
+	nPaused    int               // connections whose reading backpressure paused
 }
 
 func newLoop(e *Engine, id int) *loop {
@@ -127,8 +133,9 @@ func (l *loop) submit(t task) error {
 //	timers  connection deadlines due, the EMFILE retry
 //	drain   shutdown: close the listener, ask every connection to close
 //	flush   one budgeted writev per dirty connection; finish graceful closes
-//	control listener in or out of epoll (gate), arm the timerfd, publish
-//	        counters
+//	control read the clock once more (turn duration, request latency
+//	        histograms), listener in or out of epoll (gate), arm the
+//	        timerfd, publish counters and histograms
 //
 // Accept comes first so a new connection's first bytes are read in the
 // turn they are reported. Per connection, queued output leaves before more
@@ -143,14 +150,17 @@ func (l *loop) run() {
 	runtime.LockOSThread() // never unlocked: the thread exits with the loop
 	l.m.Store(getm())
 	defer l.exit()
+	l.now = l.e.clock()
 	for !l.exiting {
 		n, err := l.wait()
+		prev := l.now
 		l.now = l.e.clock()
 		l.turn++
 		l.st[cTurns]++
 		if err != nil {
 			l.e.fail(err)
 		}
+		l.observeWait(n, prev)
 		l.acceptPhase()
 		l.readyPhase()
 		l.ioPhase(n)
@@ -178,7 +188,7 @@ func (l *loop) signalled() bool {
 
 // wait is the wait phase.
 func (l *loop) wait() (int, error) {
-	l.listenReady = false
+	l.listenReady, l.slept = false, false
 	var n int
 	var err error
 	if l.lastEvents > 1 || !l.idle() {
@@ -189,6 +199,7 @@ func (l *loop) wait() (int, error) {
 		if l.idle() { // an inbox push that saw awake==true is visible now
 			l.publish()
 			l.st[cBlockingWaits]++
+			l.slept = true
 			n, err = l.p.wait(true)
 		}
 		l.awake.Store(true)
@@ -403,6 +414,7 @@ func (l *loop) flushPhase() {
 // controlPhase reconciles the listener with the gate, arms the timerfd for
 // the earliest deadline, publishes counters and decides whether to exit.
 func (l *loop) controlPhase() {
+	l.observeTurn(l.e.clock()) // the turn's one clock read besides the wait's
 	if want := l.wantListen(); want != l.listening {
 		l.setListening(want)
 	}

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // CloseCause classifies why a connection closed, for counters and metrics.
@@ -65,6 +68,86 @@ func CauseOf(err error) CloseCause {
 	return CauseIOError
 }
 
+// AcceptErrno is the errno of an accept error (Stats.AcceptErrnos), from
+// accept4 or from setting up the accepted connection (setsockopt,
+// epoll_ctl). The set is fixed, so it is a bounded metric label:
+// AcceptErrnoOther counts the errnos it does not name.
+type AcceptErrno uint8
+
+// Accept errnos.
+const (
+	AcceptECONNABORTED AcceptErrno = iota // the peer reset the connection before accept4 took it
+	AcceptEPERM                           // a firewall rule refused it
+	AcceptEPROTO                          // protocol error
+	AcceptEINVAL                          // invalid argument (setsockopt on a connection already gone)
+	AcceptENOSPC                          // epoll_ctl: fs.epoll.max_user_watches reached
+	AcceptENOMEM                          // setup ran out of kernel memory
+	AcceptErrnoOther                      // any other errno
+	NumAcceptErrnos                       // number of accept errnos
+)
+
+var acceptErrnos = [NumAcceptErrnos]struct {
+	en   errno
+	name string
+}{
+	{unix.ECONNABORTED, "ECONNABORTED"}, {unix.EPERM, "EPERM"}, {unix.EPROTO, "EPROTO"},
+	{unix.EINVAL, "EINVAL"}, {unix.ENOSPC, "ENOSPC"}, {unix.ENOMEM, "ENOMEM"}, {0, "other"},
+}
+
+// String returns the errno's metric label, e.g. "EPERM", or "other".
+func (a AcceptErrno) String() string {
+	if a < NumAcceptErrnos {
+		return acceptErrnos[a].name
+	}
+	return fmt.Sprintf("AcceptErrno(%d)", uint8(a))
+}
+
+// acceptErrnoOf classifies en.
+func acceptErrnoOf(en errno) AcceptErrno {
+	for i := range AcceptErrnoOther {
+		if acceptErrnos[i].en == en {
+			return i
+		}
+	}
+	return AcceptErrnoOther
+}
+
+// PauseErrno is the errno that paused a listener (Stats.AcceptPauseErrnos):
+// the process or the system ran out of file descriptors or memory.
+type PauseErrno uint8
+
+// Pause errnos.
+const (
+	PauseEMFILE    PauseErrno = iota // RLIMIT_NOFILE reached
+	PauseENFILE                      // fs.file-max reached
+	PauseENOBUFS                     // no socket buffer memory
+	PauseENOMEM                      // no kernel memory
+	NumPauseErrnos                   // number of pause errnos
+)
+
+var pauseErrnos = [NumPauseErrnos]struct {
+	en   errno
+	name string
+}{{unix.EMFILE, "EMFILE"}, {unix.ENFILE, "ENFILE"}, {unix.ENOBUFS, "ENOBUFS"}, {unix.ENOMEM, "ENOMEM"}}
+
+// String returns the errno's metric label, e.g. "EMFILE".
+func (p PauseErrno) String() string {
+	if p < NumPauseErrnos {
+		return pauseErrnos[p].name
+	}
+	return fmt.Sprintf("PauseErrno(%d)", uint8(p))
+}
+
+// pauseErrnoOf classifies en, one of the errnos that pause a listener.
+func pauseErrnoOf(en errno) PauseErrno {
+	for i := range NumPauseErrnos {
+		if pauseErrnos[i].en == en {
+			return i
+		}
+	}
+	return PauseENOMEM
+}
+
 // Per-loop counter indices. Each loop counts in plain memory (st) and
 // copies to atomics (pub) once per turn and before it sleeps; Stats sums
 // the atomics. So the hot path has no atomic and no shared cache line, and a
@@ -96,8 +179,11 @@ const (
 	gReadyLen
 	gOutBytes
 	gInBytes
-	cClosedBase
-	numCounters = cClosedBase + int(NumCloseCauses)
+	gPaused
+	cAcceptErrnoBase                                           // AcceptErrors by AcceptErrno
+	cPauseErrnoBase  = cAcceptErrnoBase + int(NumAcceptErrnos) // AcceptPauses by PauseErrno
+	cClosedBase      = cPauseErrnoBase + int(NumPauseErrnos)
+	numCounters      = cClosedBase + int(NumCloseCauses)
 )
 
 type counters [numCounters]uint64
@@ -110,11 +196,13 @@ func (l *loop) publish() {
 	l.st[gReadyLen] = uint64(l.nReady)
 	l.st[gOutBytes] = uint64(l.outBytes)
 	l.st[gInBytes] = uint64(l.inBytes)
+	l.st[gPaused] = uint64(l.nPaused)
 	for i := range l.st {
 		if l.pub[i].Load() != l.st[i] {
 			l.pub[i].Store(l.st[i])
 		}
 	}
+	l.publishHists()
 }
 
 // Stats is a snapshot of an engine's counters, summed over its loops; each
@@ -127,10 +215,15 @@ type Stats struct {
 	GateTransitions uint64 // gate open→closed plus closed→open
 	InboxFull       uint64 // off-loop calls refused with ErrInboxFull
 
-	Accepted     uint64                 // connections accepted
-	AcceptErrors uint64                 // accept4/setup failures other than fd shortage
-	AcceptPauses uint64                 // listener paused for EMFILE/ENFILE/ENOBUFS/ENOMEM
-	Closed       [NumCloseCauses]uint64 // connections closed, by CloseCause
+	Accepted          uint64                  // connections accepted
+	AcceptErrors      uint64                  // accept4/setup failures other than fd shortage
+	AcceptErrnos      [NumAcceptErrnos]uint64 // AcceptErrors by AcceptErrno
+	AcceptPauses      uint64                  // listener paused for EMFILE/ENFILE/ENOBUFS/ENOMEM
+	AcceptPauseErrnos [NumPauseErrnos]uint64  // AcceptPauses by PauseErrno
+	Closed            [NumCloseCauses]uint64  // connections closed, by CloseCause
+
+	Draining       bool          // a shutdown has begun (listeners closing, connections draining)
+	GateClosedTime time.Duration // total time the listen gate was closed, the current closure included
 
 	Reads           uint64 // read(2) calls that returned data
 	BytesIn         uint64 // bytes read
@@ -155,12 +248,14 @@ type Stats struct {
 	Events        uint64 // epoll events
 
 	ReadyListLen   int64 // connections on ready lists now
+	PausedConns    int64 // connections whose reading is paused by backpressure now
 	QueuedOutBytes int64 // bytes in out-queues now
 	QueuedInBytes  int64 // unparsed input bytes kept now
 }
 
-// Stats returns a snapshot of the engine's counters. It takes no lock that
-// the loops take and is safe from any goroutine.
+// Stats returns a snapshot of the engine's counters. It is safe from any
+// goroutine; the only lock it takes is the one a loop takes at a gate
+// transition (GateClosedTime), never per turn or per message.
 func (e *Engine) Stats() Stats {
 	s := Stats{
 		Loops:           len(e.loops),
@@ -168,6 +263,8 @@ func (e *Engine) Stats() Stats {
 		GateOpen:        e.gate.Load() == 0,
 		GateTransitions: e.gateTransitions.Load(),
 		InboxFull:       e.inboxFull.Load(),
+		Draining:        e.draining.Load(),
+		GateClosedTime:  e.gateClosedTime(),
 	}
 	var sum counters
 	for _, l := range e.loops {
@@ -179,12 +276,19 @@ func (e *Engine) Stats() Stats {
 	for i := range s.Closed {
 		s.Closed[i] = sum[cClosedBase+i]
 	}
+	for i := range s.AcceptErrnos {
+		s.AcceptErrnos[i] = sum[cAcceptErrnoBase+i]
+	}
+	for i := range s.AcceptPauseErrnos {
+		s.AcceptPauseErrnos[i] = sum[cPauseErrnoBase+i]
+	}
 	s.Reads, s.BytesIn, s.Frames, s.ReadBudgetSpent = sum[cReads], sum[cBytesIn], sum[cFrames], sum[cReadBudgetSpent]
 	s.Flushes, s.BytesOut, s.OutArms, s.FlushBudgetSpent = sum[cFlushes], sum[cBytesOut], sum[cOutArms], sum[cFlushBudgetSpent]
 	s.Pauses, s.QueueFull, s.Rejects = sum[cPauses], sum[cQueueFull], sum[cRejects]
 	s.InboxTasks, s.StaleEvents, s.StaleTasks, s.TimerFires = sum[cInboxTasks], sum[cStaleEvents], sum[cStaleTasks], sum[cTimerFires]
 	s.Turns, s.BlockingWaits, s.Events = sum[cTurns], sum[cBlockingWaits], sum[cEvents]
 	s.ReadyListLen = int64(sum[gReadyLen])
+	s.PausedConns = int64(sum[gPaused])
 	s.QueuedOutBytes = int64(sum[gOutBytes])
 	s.QueuedInBytes = int64(sum[gInBytes])
 	return s
