@@ -13,8 +13,8 @@ import (
 // accepts connections, like cmd/echo.
 func runPeer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench peer", flag.ExitOnError)
-	kind := fs.String("kind", "gnet", "peer server: gnet, net or trivial")
-	codec := fs.String("codec", "length", "codec: raw, length or line")
+	kind := fs.String("kind", "gnet", "peer server: gnet, net or trivial (echo), gnet-http or nethttp (HTTP/1.1, like cmd/echo -codec http)")
+	codec := fs.String("codec", "length", "codec of the echo peers: raw, length or line")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (port 0 picks a free port)")
 	loops := fs.Int("loops", 0, "event loops of the gnet and trivial servers (0: GOMAXPROCS)")
 	_ = fs.Parse(args)

@@ -45,6 +45,12 @@ type Config struct {
 // with the listening address when it accepts connections. It returns nil after
 // a shutdown caused by ctx, or the error that stopped the server.
 func Serve(ctx context.Context, cfg Config, ready func(net.Addr)) error {
+	if cfg.Loops <= 0 {
+		cfg.Loops = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Kind == KindGnetHTTP || cfg.Kind == KindNetHTTP {
+		return serveHTTP(ctx, cfg, ready) // HTTP/1.1; Codec is ignored
+	}
 	codec, err := protocol.ByName(cfg.Codec, 0)
 	if err != nil {
 		return err
@@ -61,7 +67,7 @@ func Serve(ctx context.Context, cfg Config, ready func(net.Addr)) error {
 	case KindTrivial:
 		return serveTrivial(ctx, cfg, ready)
 	}
-	return fmt.Errorf("%w %q (want gnet, net or trivial)", ErrUnknownKind, cfg.Kind)
+	return fmt.Errorf("%w %q (want gnet, net, trivial, gnet-http or nethttp)", ErrUnknownKind, cfg.Kind)
 }
 
 // resolvePort returns addr with port 0 replaced by a port that was free a

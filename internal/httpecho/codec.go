@@ -145,8 +145,11 @@ func (c Codec) frameFast(buf []byte) int {
 		if j < 0 {
 			return 0
 		}
-		line := buf[i : i+j] // without LF; ends in CR when well formed
+		line := buf[i : i+j] // without LF
 		i += j + 1
+		if len(line) < 2 || line[len(line)-1] != '\r' {
+			return 0 // a bare LF, or an empty field line: strict decides
+		}
 		switch line[0] {
 		case 'c', 'C':
 			v, ok := fieldValue(line, "content-length")
@@ -173,16 +176,14 @@ func (c Codec) frameFast(buf []byte) int {
 	return head + int(cl)
 }
 
-// fieldValue returns the value of line, "name:value\r", trimmed of spaces
-// and tabs, when its name equals name under ASCII case folding.
+// fieldValue returns the value of line, "name:value\r" (it ends in CR),
+// trimmed of spaces and tabs, when its name equals name under ASCII case
+// folding.
 func fieldValue(line []byte, name string) ([]byte, bool) {
 	if len(line) <= len(name) || line[len(name)] != ':' || !http1.EqualFold(line[:len(name)], name) {
 		return nil, false
 	}
-	v := line[len(name)+1:]
-	if len(v) > 0 && v[len(v)-1] == '\r' {
-		v = v[:len(v)-1]
-	}
+	v := line[len(name)+1 : len(line)-1] // without the CR
 	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
 		v = v[1:]
 	}
