@@ -24,12 +24,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // scriptedStats is a Stats source whose gate the test flips.
-type scriptedStats struct{ gateClosed atomic.Bool }
+type scriptedStats struct{ gateClosed, engineDraining atomic.Bool }
 
 func (s *scriptedStats) Stats() server.Stats {
-	st := server.Stats{Loops: 2, ConnsOpen: 3, Accepted: 100, BytesIn: 4096, GateOpen: !s.gateClosed.Load()}
+	st := server.Stats{Loops: 2, ConnsOpen: 3, Accepted: 100, BytesIn: 4096, GateOpen: !s.gateClosed.Load(),
+		Draining: s.engineDraining.Load(), AcceptErrors: 2, AcceptPauses: 1}
 	st.Closed[server.CausePeerClosed] = 90
 	st.Closed[server.CauseIdleTimeout] = 7
+	st.AcceptErrnos[server.AcceptEPERM] = 2
+	st.AcceptPauseErrnos[server.PauseEMFILE] = 1
 	return st
 }
 
@@ -134,6 +137,8 @@ func TestDebugSluiceJSON(t *testing.T) {
 			ConnsOpen int64
 			GateOpen  bool
 			Closed    map[string]uint64
+
+			AcceptErrnos, AcceptPauseErrnos map[string]uint64
 		}
 		Admission *struct{ Decisions []uint64 }
 	}
@@ -149,6 +154,10 @@ func TestDebugSluiceJSON(t *testing.T) {
 	if got.Stats.Closed["peer_closed"] != 90 || got.Stats.Closed["idle_timeout"] != 7 || len(got.Stats.Closed) != int(server.NumCloseCauses) {
 		t.Errorf("closed %v: want every cause by name", got.Stats.Closed)
 	}
+	if got.Stats.AcceptErrnos["EPERM"] != 2 || len(got.Stats.AcceptErrnos) != int(server.NumAcceptErrnos) ||
+		got.Stats.AcceptPauseErrnos["EMFILE"] != 1 || len(got.Stats.AcceptPauseErrnos) != int(server.NumPauseErrnos) {
+		t.Errorf("accept errnos %v, pauses %v: want every errno by name", got.Stats.AcceptErrnos, got.Stats.AcceptPauseErrnos)
+	}
 	if got.Admission == nil || got.Admission.Decisions[admission.ReasonTenant] != 5 {
 		t.Errorf("admission %+v: want decisions with tenant=5", got.Admission)
 	}
@@ -160,18 +169,21 @@ func TestReadyz(t *testing.T) {
 	s := startAdmin(t, admin.Config{Stats: src})
 	url := "http://" + s.Addr().String() + "/readyz"
 	for i, tc := range []struct {
-		gateClosed, draining bool
-		code                 int
-		why                  string
+		gateClosed, draining, engineDraining bool
+		code                                 int
+		why                                  string
 	}{
-		{false, false, 200, "ready"},
-		{true, false, 503, "listen gate closed"},
-		{false, false, 200, "ready"},
-		{false, true, 503, "draining"},
-		{true, true, 503, "draining"},
-		{false, false, 200, "ready"},
+		{false, false, false, 200, "ready"},
+		{true, false, false, 503, "listen gate closed"},
+		{false, false, false, 200, "ready"},
+		{false, true, false, 503, "draining"},
+		{true, true, false, 503, "draining"},
+		{false, false, false, 200, "ready"},
+		{false, false, true, 503, "draining"}, // the engine's shutdown, before its gate closes
+		{true, false, true, 503, "draining"},
 	} {
 		src.gateClosed.Store(tc.gateClosed)
+		src.engineDraining.Store(tc.engineDraining)
 		s.SetDraining(tc.draining)
 		if s.Draining() != tc.draining {
 			t.Errorf("%d: Draining() = %v", i, s.Draining())

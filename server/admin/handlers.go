@@ -82,7 +82,9 @@ func (s *Server) promLog() promhttp.Logger {
 
 // Snapshot is the JSON document of /debug/sluice. Stats is the engine's
 // snapshot as server.Stats defines it (new fields appear without a change
-// here), except Closed, which is keyed by cause name.
+// here), except the arrays Closed, AcceptErrnos and AcceptPauseErrnos,
+// which are keyed by label. Draining is the server's draining flag
+// (SetDraining); the engine's own is Stats.Draining.
 type Snapshot struct {
 	Time     time.Time `json:"time"`
 	Ready    bool      `json:"ready"`
@@ -93,10 +95,13 @@ type Snapshot struct {
 	Admission *metrics.AdmissionSnapshot `json:"admission,omitempty"`
 }
 
-// StatsView is server.Stats with Closed keyed by CloseCause name.
+// StatsView is server.Stats with the per-cause and per-errno arrays keyed
+// by their label (CloseCause, AcceptErrno, PauseErrno names).
 type StatsView struct {
 	server.Stats
-	Closed map[string]uint64
+	Closed            map[string]uint64
+	AcceptErrnos      map[string]uint64
+	AcceptPauseErrnos map[string]uint64
 }
 
 // NewSnapshot builds the /debug/sluice document at now.
@@ -105,6 +110,14 @@ func (s *Server) NewSnapshot(now time.Time) Snapshot {
 	snap := Snapshot{Time: now, Draining: s.draining.Load(), Stats: StatsView{Stats: st, Closed: make(map[string]uint64, len(st.Closed))}}
 	for c, n := range st.Closed {
 		snap.Stats.Closed[server.CloseCause(c).String()] = n
+	}
+	snap.Stats.AcceptErrnos = make(map[string]uint64, len(st.AcceptErrnos))
+	for en, n := range st.AcceptErrnos {
+		snap.Stats.AcceptErrnos[server.AcceptErrno(en).String()] = n
+	}
+	snap.Stats.AcceptPauseErrnos = make(map[string]uint64, len(st.AcceptPauseErrnos))
+	for en, n := range st.AcceptPauseErrnos {
+		snap.Stats.AcceptPauseErrnos[server.PauseErrno(en).String()] = n
 	}
 	if err := s.ready(); err != nil {
 		snap.NotReady = err.Error()

@@ -16,14 +16,19 @@ type ReadinessFunc func() error
 // Ready calls f.
 func (f ReadinessFunc) Ready() error { return f() }
 
-// GateReadiness is ready while src's listen gate is open (Stats.GateOpen):
-// the gate closes when the connection budget is reached, when admission
+// GateReadiness is ready while src is not draining (Stats.Draining: a
+// shutdown has begun) and its listen gate is open (Stats.GateOpen): the
+// gate closes when the connection budget is reached, when admission
 // pressure crosses its high watermark, during an EMFILE pause and once a
 // shutdown starts, which are the moments a load balancer should send
-// traffic elsewhere. Otherwise it returns ErrGateClosed.
+// traffic elsewhere. Otherwise it returns ErrDraining or ErrGateClosed.
 func GateReadiness(src metrics.Source) Readiness {
 	return ReadinessFunc(func() error {
-		if !src.Stats().GateOpen {
+		st := src.Stats()
+		switch {
+		case st.Draining:
+			return ErrDraining
+		case !st.GateOpen:
 			return ErrGateClosed
 		}
 		return nil

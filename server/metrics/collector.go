@@ -33,7 +33,9 @@ type Options struct {
 	// Admission, when set, adds the sluice_admission_* metrics.
 	Admission AdmissionSource
 
-	// Histograms, when set, adds the loop and request histograms.
+	// Histograms, when set, adds the loop and request histograms. Nil
+	// with a *server.Engine as the source: the engine's own
+	// (EngineHistograms); nil otherwise: none.
 	Histograms HistogramSource
 
 	// Logs, when set, adds sluice_log_records_suppressed_total.
@@ -60,6 +62,8 @@ type Collector struct {
 
 // New returns a Collector over src. It fails only without a source
 // (ErrNilSource); invalid ConstLabels are reported by Registry.Register.
+// When src is a *server.Engine and opts.Histograms is nil, the engine's
+// histograms are exported too.
 func New(src Source, opts Options) (*Collector, error) {
 	if src == nil {
 		return nil, ErrNilSource
@@ -68,6 +72,9 @@ func New(src Source, opts Options) (*Collector, error) {
 		opts.MaxTenantSeries = DefaultMaxTenantSeries
 	}
 	opts.MaxTenantSeries = max(opts.MaxTenantSeries, 0)
+	if e, ok := src.(*server.Engine); ok && e != nil && opts.Histograms == nil {
+		opts.Histograms = EngineHistograms(e)
+	}
 	c := &Collector{src: src, opts: opts, engine: newEngineDescs(opts.ConstLabels)}
 	if opts.Admission != nil {
 		c.adm = newAdmissionDescs(opts.ConstLabels, opts.MaxTenantSeries)
@@ -82,7 +89,8 @@ func New(src Source, opts Options) (*Collector, error) {
 	return c, nil
 }
 
-// NewForEngine returns a Collector over e's Stats.
+// NewForEngine returns a Collector over e's Stats and, unless
+// opts.Histograms is set, e's histograms.
 func NewForEngine(e *server.Engine, opts Options) (*Collector, error) {
 	if e == nil {
 		return nil, ErrNilSource

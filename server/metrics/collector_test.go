@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -26,7 +27,12 @@ func scripted() server.Stats {
 		InboxTasks: 17, StaleEvents: 18, StaleTasks: 19, TimerFires: 20,
 		Turns: 5000, BlockingWaits: 4000, Events: 6000,
 		ReadyListLen: 21, QueuedOutBytes: 4096, QueuedInBytes: 512,
+		PausedConns: 6, GateClosedTime: 1500 * time.Millisecond,
 	}
+	s.AcceptErrnos[server.AcceptEPERM] = 1
+	s.AcceptErrnos[server.AcceptErrnoOther] = 1
+	s.AcceptPauseErrnos[server.PauseEMFILE] = 4
+	s.AcceptPauseErrnos[server.PauseENFILE] = 1
 	for i := range s.Closed {
 		s.Closed[i] = uint64(30 + i)
 	}
@@ -162,10 +168,11 @@ func TestEngineMetricsValues(t *testing.T) {
 		{"sluice_event_loops", gau, 2},
 		{"sluice_connections_open", gau, 7},
 		{"sluice_connections_accepted_total", ctr, 100},
-		{"sluice_accept_errors_total", ctr, 2},
-		{"sluice_accept_pauses_total", ctr, 5},
 		{"sluice_gate_open", gau, 1},
 		{"sluice_gate_transitions_total", ctr, 4},
+		{"sluice_gate_closed_seconds_total", ctr, 1.5},
+		{"sluice_draining", gau, 0},
+		{"sluice_backpressure_paused_connections", gau, 6},
 		{"sluice_reads_total", ctr, 1000},
 		{"sluice_read_bytes_total", ctr, 65536},
 		{"sluice_frames_decoded_total", ctr, 900},
@@ -203,14 +210,32 @@ func TestEngineMetricsValues(t *testing.T) {
 			t.Errorf("%d: %s = %v, want %v", i, w.name, got, w.v)
 		}
 	}
-	// 27 unlabelled + closed_total + queued_bytes
-	if len(fams) != len(want)+2 {
+	labelled := map[string]float64{
+		`sluice_accept_errors_total{errno="EPERM"}`:        1,
+		`sluice_accept_errors_total{errno="other"}`:        1,
+		`sluice_accept_errors_total{errno="ECONNABORTED"}`: 0,
+		`sluice_accept_errors_total{errno="ENOSPC"}`:       0,
+		`sluice_accept_pauses_total{errno="EMFILE"}`:       4,
+		`sluice_accept_pauses_total{errno="ENFILE"}`:       1,
+		`sluice_accept_pauses_total{errno="ENOMEM"}`:       0,
+	}
+	if d := compare(vals, labelled); d != "" {
+		t.Errorf("labelled accept metrics:\n%s", d)
+	}
+	if _, ok := vals[`sluice_accept_pauses_total{errno="other"}`]; ok {
+		t.Error("pauses fully attributed, but errno=\"other\" exported")
+	}
+	if n := len(fams["sluice_accept_errors_total"].GetMetric()); n != int(server.NumAcceptErrnos) {
+		t.Errorf("%d accept error series, want %d", n, server.NumAcceptErrnos)
+	}
+	// unlabelled + closed_total, queued_bytes, accept_errors_total, accept_pauses_total
+	if len(fams) != len(want)+4 {
 		var names []string
 		for n := range fams {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		t.Errorf("%d families, want %d: %v", len(fams), len(want)+2, names)
+		t.Errorf("%d families, want %d: %v", len(fams), len(want)+4, names)
 	}
 	s.GateOpen = false
 	if vals, _ := values(t, reg); vals["sluice_gate_open"] != 0 {

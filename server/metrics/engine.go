@@ -23,14 +23,14 @@ var engineMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.ConnsOpen) }},
 	{"sluice_connections_accepted_total", "Connections accepted.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Accepted) }},
-	{"sluice_accept_errors_total", "accept4 or connection setup failures other than a shortage of file descriptors or memory.", prometheus.CounterValue,
-		func(s *server.Stats) float64 { return float64(s.AcceptErrors) }},
-	{"sluice_accept_pauses_total", "Times a loop took its listener out of epoll for AcceptRetryDelay after EMFILE, ENFILE, ENOBUFS or ENOMEM.", prometheus.CounterValue,
-		func(s *server.Stats) float64 { return float64(s.AcceptPauses) }},
 	{"sluice_gate_open", "1 while the listen gate is open (listeners in epoll), 0 while it is closed.", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return b2f(s.GateOpen) }},
 	{"sluice_gate_transitions_total", "Listen gate transitions, open to closed plus closed to open.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.GateTransitions) }},
+	{"sluice_gate_closed_seconds_total", "Time the listen gate was closed, the current closure included.", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return s.GateClosedTime.Seconds() }},
+	{"sluice_draining", "1 once a graceful shutdown has begun (listeners closing, connections draining).", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return b2f(s.Draining) }},
 
 	// read side
 	{"sluice_reads_total", "read(2) calls that returned data.", prometheus.CounterValue,
@@ -55,6 +55,8 @@ var engineMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.FlushBudgetSpent) }},
 	{"sluice_backpressure_pauses_total", "Times reading a connection paused because its out-queue passed the high watermark.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Pauses) }},
+	{"sluice_backpressure_paused_connections", "Connections whose reading is paused by backpressure now (out-queue above the high watermark, not yet below the low one).", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return float64(s.PausedConns) }},
 	{"sluice_out_queue_full_total", "Writes refused with ErrQueueFull (out-queue message or byte budget).", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.QueueFull) }},
 
@@ -81,10 +83,14 @@ var engineMetrics = []statMetric{
 
 // Labelled engine metrics.
 const (
-	nameClosed = "sluice_connections_closed_total"
-	helpClosed = "Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error)."
-	nameQueued = "sluice_queued_bytes"
-	helpQueued = "Bytes held now, all connections: direction=\"in\" is unparsed input kept, direction=\"out\" is output queued and not yet written."
+	nameClosed       = "sluice_connections_closed_total"
+	helpClosed       = "Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error)."
+	nameQueued       = "sluice_queued_bytes"
+	helpQueued       = "Bytes held now, all connections: direction=\"in\" is unparsed input kept, direction=\"out\" is output queued and not yet written."
+	nameAcceptErrors = "sluice_accept_errors_total"
+	helpAcceptErrors = "accept4 or connection setup (setsockopt, epoll_ctl) failures other than a shortage of file descriptors or memory, by errno (ECONNABORTED, EPERM, EPROTO, EINVAL, ENOSPC, ENOMEM, other)."
+	nameAcceptPauses = "sluice_accept_pauses_total"
+	helpAcceptPauses = "Times a loop took its listener out of epoll for AcceptRetryDelay, by errno (EMFILE, ENFILE, ENOBUFS, ENOMEM)."
 )
 
 func b2f(b bool) float64 {
@@ -96,9 +102,11 @@ func b2f(b bool) float64 {
 
 // engineDescs are the engine metrics' descriptors, built once per Collector.
 type engineDescs struct {
-	plain  []*prometheus.Desc // parallel to engineMetrics
-	closed *prometheus.Desc
-	queued *prometheus.Desc
+	plain        []*prometheus.Desc // parallel to engineMetrics
+	closed       *prometheus.Desc
+	queued       *prometheus.Desc
+	acceptErrors *prometheus.Desc
+	acceptPauses *prometheus.Desc
 }
 
 func newEngineDescs(cl prometheus.Labels) engineDescs {
@@ -108,6 +116,8 @@ func newEngineDescs(cl prometheus.Labels) engineDescs {
 	}
 	d.closed = prometheus.NewDesc(nameClosed, helpClosed, []string{"cause"}, cl)
 	d.queued = prometheus.NewDesc(nameQueued, helpQueued, []string{"direction"}, cl)
+	d.acceptErrors = prometheus.NewDesc(nameAcceptErrors, helpAcceptErrors, []string{"errno"}, cl)
+	d.acceptPauses = prometheus.NewDesc(nameAcceptPauses, helpAcceptPauses, []string{"errno"}, cl)
 	return d
 }
 
@@ -117,6 +127,8 @@ func (d *engineDescs) describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- d.closed
 	ch <- d.queued
+	ch <- d.acceptErrors
+	ch <- d.acceptPauses
 }
 
 func (d *engineDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
@@ -128,6 +140,26 @@ func (d *engineDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
 	}
 	ch <- constMetric(d.queued, prometheus.GaugeValue, float64(s.QueuedInBytes), "in")
 	ch <- constMetric(d.queued, prometheus.GaugeValue, float64(s.QueuedOutBytes), "out")
+	// A source that counts a total without its breakdown (the engine
+	// always fills both) has the rest exported as errno="other", so the
+	// series always add up to the total.
+	var attributed uint64
+	for en := server.AcceptErrno(0); en < server.NumAcceptErrnos; en++ {
+		n := s.AcceptErrnos[en]
+		attributed += n
+		if en == server.AcceptErrnoOther && s.AcceptErrors > attributed {
+			n += s.AcceptErrors - attributed
+		}
+		ch <- constMetric(d.acceptErrors, prometheus.CounterValue, float64(n), en.String())
+	}
+	attributed = 0
+	for en := server.PauseErrno(0); en < server.NumPauseErrnos; en++ {
+		attributed += s.AcceptPauseErrnos[en]
+		ch <- constMetric(d.acceptPauses, prometheus.CounterValue, float64(s.AcceptPauseErrnos[en]), en.String())
+	}
+	if s.AcceptPauses > attributed {
+		ch <- constMetric(d.acceptPauses, prometheus.CounterValue, float64(s.AcceptPauses-attributed), "other")
+	}
 }
 
 // constMetric builds a const metric; a descriptor error becomes an invalid

@@ -83,7 +83,11 @@ func TestRealEngineCounters(t *testing.T) {
 		`sluice_queued_bytes{direction="out"}`:                     0,
 		`sluice_queued_bytes{direction="in"}`:                      0,
 		"sluice_frames_rejected_total":                             0,
-		"sluice_accept_errors_total":                               0,
+		`sluice_accept_errors_total{errno="other"}`:                0,
+		`sluice_accept_pauses_total{errno="EMFILE"}`:               0,
+		"sluice_backpressure_paused_connections":                   0,
+		"sluice_draining":                                          0,
+		"sluice_gate_closed_seconds_total":                         0,
 		"sluice_gate_transitions_total":                            0,
 		`sluice_connections_closed_total{cause="frame_too_large"}`: 0,
 	}
@@ -91,7 +95,7 @@ func TestRealEngineCounters(t *testing.T) {
 	var vals map[string]float64
 	for {
 		vals, _ = values(t, reg)
-		if diff := compare(vals, want); diff == "" {
+		if diff := compare(vals, want) + histDiff(vals); diff == "" {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("after 10s the scrape still differs:\n%s", diff)
@@ -111,6 +115,29 @@ func TestRealEngineCounters(t *testing.T) {
 	if tu := vals["sluice_loop_turns_total"]; tu < vals["sluice_loop_blocking_waits_total"] || tu < 1 {
 		t.Errorf("turns %v < blocking waits %v", tu, vals["sluice_loop_blocking_waits_total"])
 	}
+}
+
+// histDiff checks the engine's histograms (NewForEngine exports them)
+// against the counters of the same scrape: one request observation per
+// frame, one out-queue depth per flush, one turn duration and one events
+// count per turn. They are published with the counters, so they agree once
+// the loops sleep.
+func histDiff(vals map[string]float64) string {
+	var d string
+	for _, c := range [][2]string{
+		{"sluice_request_duration_seconds", "sluice_frames_decoded_total"},
+		{"sluice_out_queue_depth_bytes", "sluice_flushes_total"},
+		{"sluice_loop_turn_duration_seconds", "sluice_loop_turns_total"},
+		{"sluice_loop_turn_events", "sluice_loop_turns_total"},
+	} {
+		if h, n := vals[c[0]], vals[c[1]]; h != n || h == 0 {
+			d += fmt.Sprintf("  %s count %v, %s %v\n", c[0], h, c[1], n)
+		}
+	}
+	if n := vals["sluice_loop_lag_seconds"]; n < 1 || n > vals["sluice_loop_turns_total"] {
+		d += fmt.Sprintf("  loop lag count %v for %v turns\n", n, vals["sluice_loop_turns_total"])
+	}
+	return d
 }
 
 // exchange connects, writes writes×size bytes of b, reads them all back,

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicenet/sluice/server"
 )
 
 // HistogramSnapshot is a classic histogram read at one moment: Buckets are
@@ -73,20 +74,20 @@ func (h HistogramSnapshot) metric(d *prometheus.Desc) prometheus.Metric {
 	return m
 }
 
-// Histograms are the engine's distributions, each summed over loops. A
-// field left at its zero value is not exported (the engine does not
-// measure it yet). Units are the metric's: seconds for durations, bytes for
-// depths, a plain count for events.
+// Histograms are the engine's distributions, each summed over loops, with
+// the fields and meanings of server.EngineHistograms (which converts to it
+// field by field). A field left at its zero value is not exported. Units
+// are the metric's: seconds for durations, bytes for depths, a plain count
+// for events.
 type Histograms struct {
-	// LoopTurnSeconds: one observation per loop turn, the time from the
-	// end of epoll_wait to the end of the turn's control phase (the work
-	// of the turn, without the sleep).
+	// LoopTurnSeconds: one observation per loop turn, from the return of
+	// epoll_wait to the end of the flush phase (the work of the turn,
+	// without the sleep).
 	LoopTurnSeconds HistogramSnapshot
 	// LoopLagSeconds: one observation per turn that found events, the
-	// longest a ready event can have waited to be handled, as the loop can
-	// bound it: from the previous wait's return (this wait's, if it
-	// blocked) to the end of the turn's io phase. It is the time from
-	// readiness to handling that admission's LagSignal watches.
+	// longest one of them can have waited between becoming ready and the
+	// loop seeing it: the time since the previous wait returned, or 0 when
+	// this wait slept (the events woke the loop).
 	LoopLagSeconds HistogramSnapshot
 	// EventsPerTurn: one observation per turn, the number of events
 	// epoll_wait returned.
@@ -94,11 +95,28 @@ type Histograms struct {
 	// OutQueueBytes: one observation per flush, the connection's queued
 	// output bytes before the writev (per-connection out-queue depth).
 	OutQueueBytes HistogramSnapshot
-	// RequestSeconds: one observation per request (frame handed to the
-	// handler), from the read that completed the frame to the writev that
-	// sent the reply (inline handlers) or to the reply's arrival in the
-	// loop inbox (worker pool).
+	// RequestSeconds: one observation per decoded frame, the duration of
+	// the turn that decoded it (wait return to end of flush): an upper
+	// bound of decode-to-reply-flushed for replies written inline and
+	// flushed in that turn, measured with one clock read per turn.
+	// Replies flushed in a later turn are not followed.
 	RequestSeconds HistogramSnapshot
+}
+
+// EngineHistograms returns a HistogramSource over e.Histograms.
+// NewForEngine, and New with an engine as its Source, use it unless
+// Options.Histograms is set.
+func EngineHistograms(e *server.Engine) HistogramSource {
+	return HistogramFunc(func() Histograms {
+		h := e.Histograms()
+		return Histograms{
+			LoopTurnSeconds: HistogramSnapshot(h.LoopTurnSeconds),
+			LoopLagSeconds:  HistogramSnapshot(h.LoopLagSeconds),
+			EventsPerTurn:   HistogramSnapshot(h.EventsPerTurn),
+			OutQueueBytes:   HistogramSnapshot(h.OutQueueBytes),
+			RequestSeconds:  HistogramSnapshot(h.RequestSeconds),
+		}
+	})
 }
 
 // HistogramSource returns the engine's histograms summed over loops. It is
@@ -115,11 +133,11 @@ func (f HistogramFunc) Histograms() Histograms { return f() }
 
 // histogram metric names and help texts, in Histograms field order.
 var histogramMetrics = [...]struct{ name, help string }{
-	{"sluice_loop_turn_duration_seconds", "Duration of one event loop turn, from the end of epoll_wait to the end of the turn (the sleep excluded)."},
-	{"sluice_loop_lag_seconds", "Loop lag per turn with events: the longest a ready event can have waited to be handled (previous wait's return, or this one's if it blocked, to the end of the io phase)."},
+	{"sluice_loop_turn_duration_seconds", "Duration of one event loop turn, from the return of epoll_wait to the end of the flush phase (the sleep excluded)."},
+	{"sluice_loop_lag_seconds", "Loop lag per turn with events: the longest an event can have waited between becoming ready and the loop seeing it (time since the previous epoll_wait returned; 0 when the loop slept and the events woke it)."},
 	{"sluice_loop_turn_events", "epoll events handled per loop turn."},
 	{"sluice_out_queue_depth_bytes", "Per-connection out-queue depth in bytes, observed before each flush."},
-	{"sluice_request_duration_seconds", "Request latency: from the read that completed the frame to the write of its reply."},
+	{"sluice_request_duration_seconds", "Request latency per decoded frame, bounded from above by the duration of the loop turn that decoded it and flushed its reply."},
 }
 
 type histogramDescs [len(histogramMetrics)]*prometheus.Desc

@@ -33,7 +33,7 @@ func TestHistogramExposition(t *testing.T) {
 	c := newCollector(t, metrics.SourceFunc(func() server.Stats { return s }),
 		metrics.Options{Histograms: metrics.HistogramFunc(scriptedHistograms)})
 	want := `
-# HELP sluice_loop_turn_duration_seconds Duration of one event loop turn, from the end of epoll_wait to the end of the turn (the sleep excluded).
+# HELP sluice_loop_turn_duration_seconds Duration of one event loop turn, from the return of epoll_wait to the end of the flush phase (the sleep excluded).
 # TYPE sluice_loop_turn_duration_seconds histogram
 sluice_loop_turn_duration_seconds_bucket{le="1e-05"} 10
 sluice_loop_turn_duration_seconds_bucket{le="0.0001"} 15
