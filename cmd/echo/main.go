@@ -7,7 +7,11 @@
 // "Hello, World!" on GET /, the request body echoed on POST /echo.
 //
 // It prints "listening on HOST:PORT" once it accepts connections, and exits
-// 0 after a clean shutdown on SIGINT or SIGTERM.
+// 0 after a clean shutdown on SIGINT or SIGTERM. With -admin-addr
+// 127.0.0.1:9100 it also serves /metrics, /healthz, /readyz, /debug/pprof/
+// and /debug/sluice there (package server/admin) and prints
+// "admin on http://HOST:PORT" on stderr. Logs go to stderr, rate-limited
+// per message (internal/ratelog).
 package main
 
 import (
@@ -20,10 +24,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/sluicenet/sluice/internal/httpecho"
+	"github.com/sluicenet/sluice/internal/ratelog"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/server"
+	"github.com/sluicenet/sluice/server/admin"
+	"github.com/sluicenet/sluice/server/metrics"
 )
 
 // codecHTTP selects the HTTP/1.1 server of package httpecho.
@@ -52,6 +60,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.ReadBudgetBytes, "read-budget", 0, "bytes read per connection per loop turn (0: default)")
 	fs.IntVar(&cfg.FlushBudgetBytes, "flush-budget", 0, "bytes written per connection per flush (0: default)")
 	printStats := fs.Bool("print-stats", false, "print the engine's counters as JSON on stderr after shutdown")
+	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -83,23 +92,62 @@ func run(args []string) error {
 		}
 		cfg.Codec = codec
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logh, err := ratelog.New(slog.NewTextHandler(os.Stderr, nil), ratelog.Options{Burst: 5, Interval: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	cfg.Logger = slog.New(logh)
 
 	e, err := server.New(cfg, handler)
 	if err != nil {
 		return err
 	}
+	// Catch the signals before announcing the address: a supervisor may
+	// send SIGTERM as soon as it reads the line.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if err := e.Start(); err != nil {
 		return err
 	}
+	if *adminAddr != "" {
+		adm, err := admin.New(*adminAddr, admin.Config{Stats: e, Logger: cfg.Logger, Metrics: metrics.Options{Logs: logh}})
+		if err != nil {
+			_ = e.Shutdown(context.Background())
+			return fmt.Errorf("-admin-addr: %w", err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = adm.Shutdown(sctx)
+		}()
+		context.AfterFunc(ctx, func() { adm.SetDraining(true) }) // /readyz fails before the listener closes
+		fmt.Fprintf(os.Stderr, "admin on http://%s\n", adm.Addr()) // stdout carries only the listening line
+	}
 	fmt.Printf("listening on %s\n", e.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	lctx, stopLogs := context.WithCancel(ctx)
+	go flushLogs(lctx, logh)
 	err = e.Serve(ctx)
+	stopLogs()
+	_ = logh.Flush(context.Background())
 	if *printStats {
 		json.NewEncoder(os.Stderr).Encode(e.Stats())
 	}
 	return err
+}
+
+// flushLogs reports, every 10 s until ctx ends, how many records of each
+// message the rate limiter dropped in floods that stopped.
+func flushLogs(ctx context.Context, h *ratelog.Handler) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = h.Flush(ctx)
+		}
+	}
 }
 
 // echoHandler writes every frame back. When the connection's out-queue is
