@@ -34,7 +34,8 @@ type Engine struct {
 	running    atomic.Int32  // loops still running
 	sharedRefs atomic.Int32  // loops holding the shared listener (AcceptExclusive)
 
-	conns           atomic.Int64  // open connections, all loops
+	conns           atomic.Int64  // open plus reserved connections, all loops (the MaxConns cap)
+	open            atomic.Int64  // open connections, all loops (the gate's watermarks, Stats)
 	gate            atomic.Uint32 // gate reasons holding the listener closed
 	gateTransitions atomic.Uint64
 	inboxFull       atomic.Uint64
@@ -262,16 +263,22 @@ func (e *Engine) reserveConn() bool {
 // unreserveConn returns a reservation accept4 did not use.
 func (e *Engine) unreserveConn() { e.conns.Add(-1) }
 
-// accepted closes the gate once the connections accepted reach MaxConns.
+// accepted counts an accepted connection and closes the gate once the open
+// connections reach MaxConns. It must not look at reservations: another
+// loop's reservation may be about to find nothing, and a gate closed on it
+// would stay closed below the budget (TestMaxConnsGate caught that).
 func (e *Engine) accepted() {
-	if limit := int64(e.cfg.MaxConns); limit > 0 && e.conns.Load() >= limit {
+	n := e.open.Add(1)
+	if limit := int64(e.cfg.MaxConns); limit > 0 && n >= limit {
 		e.pauseAccept(gateMaxConns)
 	}
 }
 
-// connClosed uncounts a connection and reopens the gate at MaxConnsLow.
+// connClosed uncounts an open connection and reopens the gate at
+// MaxConnsLow.
 func (e *Engine) connClosed() {
-	n := e.conns.Add(-1)
+	e.conns.Add(-1)
+	n := e.open.Add(-1)
 	if e.cfg.MaxConns > 0 && n <= int64(e.cfg.MaxConnsLow) && e.gate.Load()&gateMaxConns != 0 {
 		e.resumeAccept(gateMaxConns)
 	}
@@ -292,7 +299,7 @@ func (e *Engine) pauseAccept(reason uint32) {
 				e.gateTransitions.Add(1)
 				e.gateTimeSync()
 				if lg := e.cfg.Logger; lg != nil {
-					lg.Info("sluice: listen gate closed", "reason", gateReasonName(reason), "conns", e.conns.Load())
+					lg.Info("sluice: listen gate closed", "reason", gateReasonName(reason), "conns", e.open.Load())
 				}
 			}
 			break
@@ -300,7 +307,7 @@ func (e *Engine) pauseAccept(reason uint32) {
 	}
 	// MaxConns: connections may have closed below the low watermark between
 	// the count and the bit; nobody else would reopen then.
-	if reason == gateMaxConns && e.conns.Load() <= int64(e.cfg.MaxConnsLow) {
+	if reason == gateMaxConns && e.open.Load() <= int64(e.cfg.MaxConnsLow) {
 		e.resumeAccept(gateMaxConns)
 	}
 }
@@ -318,7 +325,7 @@ func (e *Engine) resumeAccept(reason uint32) {
 				e.gateTransitions.Add(1)
 				e.gateTimeSync()
 				if lg := e.cfg.Logger; lg != nil {
-					lg.Info("sluice: listen gate opened", "reason", gateReasonName(reason), "conns", e.conns.Load())
+					lg.Info("sluice: listen gate opened", "reason", gateReasonName(reason), "conns", e.open.Load())
 				}
 				e.wakeAll()
 			}

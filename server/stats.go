@@ -259,7 +259,7 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	s := Stats{
 		Loops:           len(e.loops),
-		ConnsOpen:       e.conns.Load(),
+		ConnsOpen:       e.open.Load(),
 		GateOpen:        e.gate.Load() == 0,
 		GateTransitions: e.gateTransitions.Load(),
 		InboxFull:       e.inboxFull.Load(),
