@@ -120,7 +120,7 @@ func run(args []string) error {
 			defer cancel()
 			_ = adm.Shutdown(sctx)
 		}()
-		context.AfterFunc(ctx, func() { adm.SetDraining(true) }) // /readyz fails before the listener closes
+		context.AfterFunc(ctx, func() { adm.SetDraining(true) })   // /readyz fails before the listener closes
 		fmt.Fprintf(os.Stderr, "admin on http://%s\n", adm.Addr()) // stdout carries only the listening line
 	}
 	fmt.Printf("listening on %s\n", e.Addr())
