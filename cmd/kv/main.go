@@ -12,7 +12,11 @@
 //	make run-kv ARGS="-proto envelope -dep-latency 20ms -dep-error-rate 0.3"
 //
 // It prints "listening on HOST:PORT" once it accepts connections, and
-// exits 0 after a clean shutdown on SIGINT or SIGTERM.
+// exits 0 after a clean shutdown on SIGINT or SIGTERM. With -admin-addr
+// 127.0.0.1:9100 it also serves /metrics, /healthz, /readyz, /debug/pprof/
+// and /debug/sluice there (package server/admin) and prints
+// "admin on http://HOST:PORT" on stderr. Logs go to stderr, rate-limited
+// per message (internal/ratelog).
 package main
 
 import (
@@ -28,6 +32,9 @@ import (
 
 	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/internal/kv"
+	"github.com/sluicenet/sluice/internal/ratelog"
+	"github.com/sluicenet/sluice/server/admin"
+	"github.com/sluicenet/sluice/server/metrics"
 )
 
 func main() {
@@ -59,6 +66,7 @@ func run(args []string) error {
 	fs.IntVar(&o.Workers, "workers", 0, "envelope: worker pool size (0: 8)")
 	fs.IntVar(&o.QueueLen, "worker-queue", 0, "envelope: worker queue length (0: 256)")
 	fs.DurationVar(&o.MaxQueueWait, "max-queue-wait", 0, "envelope: shed requests that waited this long for a worker (0: 250ms)")
+	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -75,7 +83,11 @@ func run(args []string) error {
 		}
 		o.TenantQuota = &admission.Quota{Count: *tenantRate, Per: time.Second, Burst: burst}
 	}
-	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logh, err := ratelog.New(slog.NewTextHandler(os.Stderr, nil), ratelog.Options{Burst: 5, Interval: 10 * time.Second})
+	if err != nil {
+		return err
+	}
+	o.Logger = slog.New(logh)
 
 	// Catch the signals before announcing the address: a supervisor may
 	// send SIGTERM as soon as it reads the line.
@@ -85,12 +97,49 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	shutdown := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return s.Shutdown(sctx)
+	}
+	if *adminAddr != "" {
+		adm, err := admin.New(*adminAddr, admin.Config{Stats: s.Engine, Logger: o.Logger, Metrics: metrics.Options{Logs: logh}})
+		if err != nil {
+			_ = shutdown()
+			return fmt.Errorf("-admin-addr: %w", err)
+		}
+		defer func() {
+			actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = adm.Shutdown(actx)
+		}()
+		context.AfterFunc(ctx, func() { adm.SetDraining(true) })   // /readyz fails before the listener closes
+		fmt.Fprintf(os.Stderr, "admin on http://%s\n", adm.Addr()) // stdout carries only the listening line
+	}
 	fmt.Printf("listening on %s\n", s.Addr())
+	go flushLogs(ctx, s.Done(), logh)
 	select {
 	case <-ctx.Done():
 	case <-s.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Shutdown(sctx)
+	err = shutdown()
+	_ = logh.Flush(context.Background())
+	return err
+}
+
+// flushLogs reports, every 10 s until ctx ends or done closes, how many
+// records of each message the rate limiter dropped in floods that stopped.
+func flushLogs(ctx context.Context, done <-chan struct{}, h *ratelog.Handler) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case <-t.C:
+			_ = h.Flush(ctx)
+		}
+	}
 }
