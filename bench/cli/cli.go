@@ -38,6 +38,8 @@ func Main(args []string) int {
 		err = runLoad(ctx, args[1:])
 	case "peer":
 		err = runPeer(ctx, args[1:])
+	case "external":
+		err = runExternal(ctx, args[1:])
 	case "render":
 		err = runRender(args[1:])
 	case "-h", "-help", "--help", "help":
@@ -61,8 +63,9 @@ func usage() {
 commands:
   compare   run the comparison matrix (sluice cmd/echo, gnet, net) and write the report
   load      run one load test (closed or open loop) against a server
-  peer      run a peer echo server: gnet, net, or trivial (for the generator's ceiling)
+  peer      run a peer server: gnet, net, or trivial (for the generator's ceiling); gnet-http, nethttp
   render    re-render report.md and the charts from a saved report.json
+  external  redis-benchmark (redis-server vs sluice kv) and wrk (sluice HTTP vs gnet vs net/http)
 
 "bench <command> -h" lists a command's flags.
 `)
