@@ -23,6 +23,12 @@ func (l *loop) acceptPhase() {
 		return
 	}
 	for i := 0; i < l.cfg.MaxAcceptPerTurn; i++ {
+		if l.pol.rejecting {
+			if !l.acceptReject() {
+				return
+			}
+			continue
+		}
 		if !l.e.reserveConn() {
 			return // at MaxConns; the loop that reached it closes the gate
 		}
@@ -57,6 +63,7 @@ func (l *loop) pauseForFds(en unix.Errno) {
 	l.st[cAcceptPauses]++
 	l.st[cPauseErrnoBase+int(pauseErrnoOf(en))]++
 	l.fdPausedUntil = l.now + max(int64(l.cfg.AcceptRetryDelay), 1)
+	l.policyAcceptError(en)
 	if lg := l.cfg.Logger; lg != nil && l.st[cAcceptPauses]&(l.st[cAcceptPauses]-1) == 0 {
 		// logged on the 1st, 2nd, 4th, 8th... pause so a long shortage cannot flood the log
 		lg.Warn("sluice: accept paused", "loop", l.id, "errno", en.Error(),

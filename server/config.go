@@ -98,6 +98,18 @@ type Config struct {
 	// gate from flapping around the budget. Default 9/10 of MaxConns.
 	MaxConnsLow int
 
+	// MaxQueuedBytes is the engine-wide budget on queued bytes (unparsed
+	// input plus queued output, all connections): at or above it a loop
+	// does not read a connection that has output queued (it is not reading
+	// what it is sent; its TCP window closes) until that output is gone,
+	// while connections that keep up go on being served. Each loop checks
+	// its own bytes exactly and the others' as published at their last
+	// turn, before every read, so the budget holds to within one read per
+	// loop. It is the mechanism behind admission's
+	// GlobalBudgets.MaxQueuedBytes (which drives the gate and refuses frames
+	// with reason "global"); set both to the same value. Zero: none.
+	MaxQueuedBytes int
+
 	// MaxAcceptPerTurn bounds accept4 calls per loop turn, so a connection
 	// flood cannot starve established connections. Default 32.
 	MaxAcceptPerTurn int
@@ -295,6 +307,8 @@ func (cfg Config) Validate() error {
 		return bad("Loops", c.Loops, fmt.Sprintf("at most %d", maxLoops))
 	case c.MaxConns < 0:
 		return bad("MaxConns", c.MaxConns, "must not be negative")
+	case c.MaxQueuedBytes < 0:
+		return bad("MaxQueuedBytes", c.MaxQueuedBytes, "must not be negative")
 	case c.MaxConns == 0 && c.MaxConnsLow != 0:
 		return bad("MaxConnsLow", c.MaxConnsLow, "needs MaxConns")
 	case c.MaxConns > 0 && (c.MaxConnsLow < 0 || c.MaxConnsLow >= c.MaxConns):

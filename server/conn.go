@@ -24,6 +24,7 @@ const (
 	fEOF                            // read returned end of file
 	fRdHup                          // the peer shut down writing: read on to end of file
 	fClosed                         // closed: the fd is gone
+	fHeld                           // frames held back by MaxFramesPerTurn (ready list)
 )
 
 // Connection states visible to other goroutines.
@@ -50,9 +51,10 @@ type Conn struct {
 	full  atomic.Bool   // above the out-queue high watermark (off-loop writers fail fast)
 
 	// input: nil unless a partial frame (or held-back frames) must be kept
-	in        []byte
-	readTurn  uint64 // turn readBytes counts for
-	readBytes int    // bytes read this turn, against ReadBudgetBytes
+	in         []byte
+	readTurn   uint64 // turn readBytes counts for
+	readBytes  int    // bytes read this turn, against ReadBudgetBytes
+	turnFrames int    // frames dispatched this turn, against MaxFramesPerTurn
 
 	// output: nil out-queue while nothing is queued
 	out       *outQueue
@@ -69,6 +71,7 @@ type Conn struct {
 	nextReady *Conn
 	nextDirty *Conn
 	closing   error // cause of a requested close; loop-owned
+	pending   int32 // frames in the worker pool; loop-owned
 
 	remote netip.AddrPort
 	tenant atomic.Pointer[string]

@@ -49,6 +49,8 @@ type Engine struct {
 	force         atomic.Bool
 	drainDeadline atomic.Int64 // loop clock; 0: none
 
+	pool *pool // worker pool for Config.Pool.Handler; nil without one
+
 	errOnce sync.Once
 	err     error // first loop failure
 }
@@ -69,6 +71,13 @@ func New(cfg Config, h Handler) (*Engine, error) {
 	e.loops = make([]*loop, e.cfg.Loops)
 	for i := range e.loops {
 		e.loops[i] = newLoop(e, i)
+	}
+	if e.cfg.Pool.Handler != nil {
+		p, err := newPool(e)
+		if err != nil {
+			return nil, err
+		}
+		e.pool = p
 	}
 	return e, nil
 }
@@ -109,6 +118,9 @@ func (e *Engine) Start() error {
 	}
 	e.state = engineRunning
 	e.running.Store(int32(len(e.loops)))
+	if e.pool != nil {
+		e.pool.start()
+	}
 	for _, l := range e.loops {
 		go l.run()
 	}
@@ -193,8 +205,15 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		e.state = engineStopped
 		close(e.done)
 	}
+	started := e.state == engineRunning
 	e.state = engineStopped
 	e.mu.Unlock()
+	if a := e.cfg.Policy.Admitter; a != nil && started {
+		a.SetDraining(true) // new frames are refused with reason "draining"
+	}
+	if e.pool != nil && started {
+		e.pool.drain(ctx) // admitted frames finish and reply before connections close
+	}
 	e.beginShutdown(0)
 	select {
 	case <-e.done:
@@ -236,6 +255,9 @@ func (e *Engine) fail(err error) {
 // loopDone is called by each loop as it exits.
 func (e *Engine) loopDone() {
 	if e.running.Add(-1) == 0 {
+		if e.pool != nil {
+			e.pool.stop()
+		}
 		close(e.done)
 	}
 }

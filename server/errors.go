@@ -74,6 +74,11 @@ var (
 	// ErrRejected is the cause when admission refused a frame and the codec
 	// has no in-protocol way to say so (it does not implement Rejecter).
 	ErrRejected = errors.New("sluice: frame rejected by admission")
+
+	// ErrShed is the cause when a connection broke its own budget in the
+	// admission policy (admission.ConnBudgets: queued bytes or messages
+	// above Max) and was closed. It matches ErrRejected.
+	ErrShed = fmt.Errorf("%w: connection over its queued budget (shed)", ErrRejected)
 )
 
 // errInBufferFull is the close cause when the unparsed input of one

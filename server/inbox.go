@@ -14,6 +14,7 @@ type taskKind uint8
 const (
 	taskWrite taskKind = iota + 1 // queue seg on the connection (one message)
 	taskClose                     // close the connection gracefully with cause
+	taskDone                      // a worker finished one of the connection's frames
 )
 
 // task is work handed to a loop by another goroutine. It names its

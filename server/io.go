@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"os"
 	"unsafe"
 
@@ -31,16 +30,20 @@ const (
 // end of file or EAGAIN (TestEdgeShortReadFIN).
 func (l *loop) readConn(c *Conn) {
 	if c.readTurn != l.turn {
-		c.readTurn, c.readBytes = l.turn, 0
+		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
+		c.flags &^= fHeld
 	}
-	if len(c.in) > 0 && c.flags&fPartial == 0 { // frames held back by backpressure
+	if len(c.in) > 0 && c.flags&fPartial == 0 { // frames held back by backpressure or MaxFramesPerTurn
 		l.consume(c, c.in, true)
-		if !c.readable() {
+		if !c.readable() || c.flags&fHeld != 0 {
 			return
 		}
 	}
 	for {
 		budget := l.cfg.ReadBudgetBytes - c.readBytes
+		if l.overQueued() && !l.readWhileOver(c, &budget) {
+			return
+		}
 		if budget <= 0 {
 			l.st[cReadBudgetSpent]++
 			l.ready(c, fNeedRead)
@@ -61,7 +64,7 @@ func (l *loop) readConn(c *Conn) {
 			l.peerEOF(c)
 			return
 		}
-		if !c.readable() || n < want && c.flags&fRdHup == 0 {
+		if !c.readable() || c.flags&fHeld != 0 || n < want && c.flags&fRdHup == 0 {
 			return
 		}
 	}
@@ -147,9 +150,10 @@ func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
 		c.in = append(l.ins.get(len(rest)), rest...)
 		l.inBytes += len(rest)
 	}
-	if c.flags&fPaused != 0 {
-		// stopped by backpressure at a frame boundary: decode rest again on
-		// resume (readConn does that before reading)
+	if c.flags&(fPaused|fHeld) != 0 {
+		// stopped by backpressure or MaxFramesPerTurn at a frame boundary:
+		// decode rest again on resume or next turn (readConn does that
+		// before reading)
 		c.flags &^= fPartial
 		return
 	}
@@ -181,14 +185,20 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 		if n > len(data) {
 			return nil, frames, errCodecOverrun
 		}
+		if c.turnFrames >= l.cfg.MaxFramesPerTurn {
+			// this turn's frame budget is spent: the rest waits in c.in
+			// and c is served again next turn from the ready list
+			c.flags |= fHeld
+			l.pol.framesHeld++
+			l.ready(c, fNeedRead)
+			return data, frames, nil
+		}
+		c.turnFrames++
 		data = data[n:]
 		frames++
 		l.st[cFrames]++
-		if l.admit != nil {
-			if v := l.admit.AdmitFrame(c, frame, l.now); v.Reject {
-				l.reject(c, frame, v)
-				continue
-			}
+		if !l.frameIn(c, frame) {
+			continue
 		}
 		l.act(c, l.h.OnFrame(c, frame))
 	}
@@ -205,28 +215,15 @@ func (l *loop) act(c *Conn, a Action) {
 	}
 }
 
-// reject answers a frame admission refused: in protocol when the codec can,
-// else by closing the connection (never silently).
-func (l *loop) reject(c *Conn, frame []byte, v Verdict) {
-	l.st[cRejects]++
-	if l.rejecter == nil {
-		l.requestClose(c, fmt.Errorf("%w: %s", ErrRejected, v.Reason))
-		return
-	}
-	bb := bytebufferpool.Get()
-	bb.B = l.rejecter.AppendReject(bb.B[:0], frame, v.Reason, v.RetryAfter)
-	if err := l.writeSegment(c, ioflush.Segment{Buf: bb.B, Pooled: bb}); err != nil {
-		bytebufferpool.Put(bb)
-		l.requestClose(c, err)
-	}
-}
-
 // peerEOF handles end of file: replies already queued still go out, then
 // the connection closes with ErrPeerClosed. An incomplete frame is dropped.
 func (l *loop) peerEOF(c *Conn) {
 	c.flags |= fEOF
 	c.flags &^= fPartial
 	l.releaseIn(c)
+	if c.pending > 0 {
+		return // frames in the worker pool still owe replies: poolDone closes
+	}
 	l.requestClose(c, ErrPeerClosed)
 }
 
@@ -318,7 +315,10 @@ func (l *loop) flushConn(c *Conn) {
 		l.st[cFlushBudgetSpent]++
 		l.ready(c, fNeedFlush)
 	}
-	if c.flags&fPaused != 0 && c.outBytes <= l.cfg.OutQueueLowBytes && c.outMsgs <= l.msgsLow {
+	if l.connBudget(c) {
+		return // closed: it broke its own budget
+	}
+	if c.flags&fPaused != 0 && c.outBytes <= l.cfg.OutQueueLowBytes && c.outMsgs <= l.msgsLow && l.policyAllowsResume(c) {
 		c.flags &^= fPaused
 		l.nPaused--
 		c.full.Store(false)

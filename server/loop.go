@@ -69,6 +69,9 @@ type loop struct {
 	st  counters
 	pub published
 
+	pol          loopPolicy // admission wiring and refusal counters (policyloop.go)
+	poolInflight int        // frames this loop handed to the worker pool, not yet done
+
 	hists      [numHists]hist    // loop-owned histograms (hist.go)
 	hpub       [numHists]histPub // their published copy
 	slept      bool              // this turn's wait slept in epoll_wait
@@ -90,7 +93,8 @@ func newLoop(e *Engine, id int) *loop {
 		msgsHigh: max(1, cfg.OutQueueMsgs/2),
 		msgsLow:  cfg.OutQueueMsgs / 4,
 	}
-	l.rejecter, _ = cfg.Codec.(Rejecter)
+	l.rejecter = RejecterFor(cfg.Codec)
+	l.initPolicy()
 	l.inbox.init(cfg.InboxTasks)
 	l.awake.Store(true)
 	return l
@@ -161,6 +165,7 @@ func (l *loop) run() {
 			l.e.fail(err)
 		}
 		l.observeWait(n, prev)
+		l.policyTurn(prev)
 		l.acceptPhase()
 		l.readyPhase()
 		l.ioPhase(n)
@@ -279,6 +284,11 @@ func (l *loop) inboxPhase() {
 	for i := 0; i < n; i++ {
 		t := &l.tasks[i]
 		l.st[cInboxTasks]++
+		if t.kind == taskDone { // counts even for a connection that has gone
+			l.poolDone(t)
+			*t = task{}
+			continue
+		}
 		c := l.conn(int(t.fd))
 		if c == nil || c.gen != t.gen || c.flags&fClosed != 0 {
 			l.st[cStaleTasks]++
@@ -440,6 +450,7 @@ func (l *loop) armTimerfd() {
 	if d := l.e.drainDeadline.Load(); l.draining && d != 0 {
 		next = min(next, d)
 	}
+	next = min(next, l.policyWakeAt())
 	if next == math.MaxInt64 || l.timerAt > l.now && l.timerAt <= next {
 		return
 	}

@@ -197,6 +197,7 @@ func (l *loop) publish() {
 	l.st[gOutBytes] = uint64(l.outBytes)
 	l.st[gInBytes] = uint64(l.inBytes)
 	l.st[gPaused] = uint64(l.nPaused)
+	l.publishPolicy()
 	for i := range l.st {
 		if l.pub[i].Load() != l.st[i] {
 			l.pub[i].Store(l.st[i])
@@ -229,6 +230,9 @@ type Stats struct {
 	BytesIn         uint64 // bytes read
 	Frames          uint64 // frames decoded
 	ReadBudgetSpent uint64 // reads stopped by ReadBudgetBytes (connection to the ready list)
+	// FrameBudgetSpent counts dispatches stopped by MaxFramesPerTurn (the
+	// rest of the input waits, the connection goes to the ready list).
+	FrameBudgetSpent uint64
 
 	Flushes          uint64 // ioflush.Flush calls (writev, usually one each)
 	BytesOut         uint64 // bytes written
@@ -251,6 +255,10 @@ type Stats struct {
 	PausedConns    int64 // connections whose reading is paused by backpressure now
 	QueuedOutBytes int64 // bytes in out-queues now
 	QueuedInBytes  int64 // unparsed input bytes kept now
+
+	// Admission is the admission snapshot: refusals by reason, the
+	// listener's accept queue, the worker pool and the policy's gate.
+	Admission AdmissionStats
 }
 
 // Stats returns a snapshot of the engine's counters. It is safe from any
@@ -291,5 +299,6 @@ func (e *Engine) Stats() Stats {
 	s.PausedConns = int64(sum[gPaused])
 	s.QueuedOutBytes = int64(sum[gOutBytes])
 	s.QueuedInBytes = int64(sum[gInBytes])
+	s.Admission, s.FrameBudgetSpent = e.admissionStats(s.QueuedOutBytes + s.QueuedInBytes)
 	return s
 }

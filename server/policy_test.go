@@ -1,0 +1,673 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/protocol"
+)
+
+// newAdmitter builds an Admitter for tests, failing the test on error.
+func newAdmitter(t testing.TB, cfg admission.Config) *admission.Admitter {
+	t.Helper()
+	a, err := admission.NewAdmitter(cfg)
+	if err != nil {
+		t.Fatalf("NewAdmitter: %v", err)
+	}
+	return a
+}
+
+// lineConn is a client of the line codec.
+type lineConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialLine(t testing.TB, addr string, local net.IP) *lineConn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if local != nil {
+		d.LocalAddr = &net.TCPAddr{IP: local}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial from %v: %v", local, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &lineConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+func (c *lineConn) line(t testing.TB) string {
+	t.Helper()
+	s, err := c.r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read: %v (got %q)", err, s)
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+// TestPolicyGateFlood: a connection flood past the policy's connection
+// budget closes the gate (the rest waits in the kernel backlog, which Stats
+// shows through TCP_INFO), the gate stays closed above the low watermark and
+// through the dwell (no flapping: the transitions are counted), reopens
+// below it, and every connection is served in the end.
+func TestPolicyGateFlood(t *testing.T) {
+	const budget, total = 20, 36 // the backlog left after the first wave stays under the budget
+	adm := newAdmitter(t, admission.Config{
+		Loops:          2,
+		Budgets:        admission.GlobalBudgets{MaxConns: budget, MemoryLimitBytes: -1},
+		Gate:           admission.GateConfig{Watermark: admission.Watermark{High: 1, Low: 0.5, MinDwell: 200 * time.Millisecond}},
+		SampleInterval: time.Millisecond,
+	})
+	h := newTestHandler()
+	e := start(t, Config{Loops: 2, Codec: protocol.Delimited{}, MaxAcceptPerTurn: 1, Backlog: 128,
+		Policy: AdmissionPolicy{Admitter: adm}}, h)
+	var clients []*lineConn
+	for i := 0; i < total; i++ {
+		clients = append(clients, dialLine(t, e.Addr().String(), nil))
+		time.Sleep(time.Millisecond) // a fast flood, not one burst: the policy samples every millisecond
+	}
+	s := waitStats(t, e, "gate closed and backlog seen", func(s Stats) bool {
+		return !s.GateOpen && s.Admission.Gate.State == admission.GateClosed &&
+			s.Admission.AcceptQueueDepth == int64(total)-int64(s.Accepted)
+	})
+	accepted := s.Accepted
+	t.Logf("accepted %d of %d, backlog %d/%d, pressure %.2f", accepted, total,
+		s.Admission.AcceptQueueDepth, s.Admission.AcceptQueueLimit, s.Admission.Gate.Pressure)
+	if accepted < budget || accepted >= total {
+		t.Fatalf("accepted %d with a budget of %d and %d dialled", accepted, budget, total)
+	}
+	if s.Admission.AcceptQueueLimit < 128 {
+		t.Errorf("accept queue limit %d, want the backlog (128 per socket)", s.Admission.AcceptQueueLimit)
+	}
+	// every client says hello; the accepted ones answer while the gate is
+	// closed, the others wait in the backlog
+	served := make([]bool, total)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		fmt.Fprintf(c, "hello %d\n", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			if got, err := c.r.ReadString('\n'); err == nil && got == fmt.Sprintf("hello %d\n", i) {
+				mu.Lock()
+				served[i] = true
+				mu.Unlock()
+			}
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		}()
+	}
+	wg.Wait()
+	open := 0
+	for _, v := range served {
+		if v {
+			open++
+		}
+	}
+	if open != int(accepted) {
+		t.Fatalf("%d clients answered, %d accepted", open, accepted)
+	}
+	// close accepted connections down to just above the low watermark: the
+	// gate stays closed, through more than one dwell
+	for i, c := range clients {
+		if open == budget/2+1 {
+			break
+		}
+		if served[i] {
+			c.Close()
+			open--
+		}
+	}
+	time.Sleep(400 * time.Millisecond)
+	s = e.Stats()
+	if s.GateOpen || s.Admission.Gate.Transitions != 1 || s.Accepted != accepted {
+		t.Fatalf("above the low watermark: gate open %v, policy transitions %d, accepted %d (was %d); want closed, 1, unchanged",
+			s.GateOpen, s.Admission.Gate.Transitions, s.Accepted, accepted)
+	}
+	// close the rest: below the low watermark, after the dwell, the gate
+	// opens and the backlog is served (its hello answered)
+	var late []int
+	for i, c := range clients {
+		if served[i] {
+			c.Close()
+		} else {
+			late = append(late, i)
+		}
+	}
+	for _, i := range late {
+		want := fmt.Sprintf("hello %d", i)
+		if got := clients[i].line(t); got != want {
+			t.Fatalf("late client %d: %q, want %q", i, got, want)
+		}
+	}
+	s = waitStats(t, e, "all accepted", func(s Stats) bool { return s.Accepted == total })
+	g := s.Admission.Gate
+	t.Logf("policy gate: %d transitions (%d closes, %d opens); engine gate %d transitions", g.Transitions, g.Closes, g.Opens, s.GateTransitions)
+	// closed once at the flood, opened once when the first wave left; the
+	// backlog (at most 16 connections) cannot push the pressure to 1 again,
+	// so no more transitions: no flapping.
+	if g.Closes != 1 || g.Opens != 1 || g.Transitions != 2 {
+		t.Errorf("policy gate transitions %+v; want exactly one close and one open", g)
+	}
+}
+
+// TestNoisyNeighbour: one tenant (127.0.0.2) floods far past its quota and
+// is refused in protocol with reason "tenant" and an exact retry-after,
+// while another tenant's requests (127.0.0.1) are all served with low
+// latency on the same loop.
+func TestNoisyNeighbour(t *testing.T) {
+	tl, err := admission.NewTenantLimiter(admission.TenantConfig{
+		Quota: admission.Quota{Count: 200, Per: time.Second, Burst: 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+	noisy := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
+	quiet := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 1))
+
+	const flood = 5000
+	var echoed, rejected atomic.Int64
+	var minRetry atomic.Int64
+	minRetry.Store(int64(time.Hour))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the flood, pipelined
+		defer wg.Done()
+		w := bufio.NewWriter(noisy)
+		for i := 0; i < flood; i++ {
+			fmt.Fprintf(w, "n%d\n", i)
+		}
+		w.Flush()
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < flood; i++ {
+			s, err := noisy.r.ReadString('\n')
+			if err != nil {
+				t.Errorf("noisy read %d: %v", i, err)
+				return
+			}
+			s = strings.TrimSuffix(s, "\n")
+			if reason, retry, ok := ParseRejectText([]byte(s)); ok {
+				if reason != "tenant" || retry <= 0 {
+					t.Errorf("reject %q: reason %q retry %v", s, reason, retry)
+				}
+				rejected.Add(1)
+				if int64(retry) < minRetry.Load() {
+					minRetry.Store(int64(retry))
+				}
+				continue
+			}
+			if s != fmt.Sprintf("n%d", i) {
+				t.Errorf("noisy reply %d: %q", i, s)
+				return
+			}
+			echoed.Add(1)
+		}
+	}()
+	var worst time.Duration
+	for i := 0; i < 20; i++ {
+		t0 := time.Now()
+		fmt.Fprintf(quiet, "q%d\n", i)
+		if got := quiet.line(t); got != fmt.Sprintf("q%d", i) {
+			t.Fatalf("quiet request %d: %q", i, got)
+		}
+		worst = max(worst, time.Since(t0))
+		time.Sleep(10 * time.Millisecond)
+	}
+	wg.Wait()
+	t.Logf("noisy: %d echoed, %d rejected (min retry-after %v); quiet: worst latency %v",
+		echoed.Load(), rejected.Load(), time.Duration(minRetry.Load()), worst)
+	if rejected.Load() < flood/2 || echoed.Load() < 20 {
+		t.Errorf("noisy tenant: %d echoed, %d rejected of %d", echoed.Load(), rejected.Load(), flood)
+	}
+	if worst > 500*time.Millisecond { // generous: a shared, loaded machine
+		t.Errorf("quiet tenant's worst latency %v during the flood", worst)
+	}
+	s := waitStats(t, e, "rejects counted", func(s Stats) bool {
+		return s.Admission.Rejects[admission.ReasonTenant] == uint64(rejected.Load())
+	})
+	if s.Admission.Policy.Decisions[admission.ReasonTenant] != uint64(rejected.Load()) {
+		t.Errorf("admitter counted %d tenant refusals, engine %d", s.Admission.Policy.Decisions[admission.ReasonTenant], rejected.Load())
+	}
+}
+
+// TestQueuedBytesBudget: peers that send far more than they read cannot
+// take the engine's queued bytes much past the policy's global budget: at
+// the cap their frames are refused and a connection with output pending
+// stops being read, while a well-behaved connection keeps being served.
+func TestQueuedBytesBudget(t *testing.T) {
+	const budget = 1 << 20
+	const peers = 24 // × the per-connection high watermark (128 KiB) = 3 MiB without the budget
+	adm := newAdmitter(t, admission.Config{
+		Loops:          1,
+		Budgets:        admission.GlobalBudgets{MaxQueuedBytes: budget, MemoryLimitBytes: -1},
+		SampleInterval: time.Millisecond,
+	})
+	e := start(t, Config{Loops: 1, Codec: protocol.LengthPrefixed{}, WriteStallTimeout: -1, IdleTimeout: -1,
+		MaxQueuedBytes: budget, Policy: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+	var conns []net.Conn
+	for i := 0; i < peers; i++ {
+		c, err := dialSmallWindow(e.Addr().String(), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	var maxQueued atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	frame := binary.BigEndian.AppendUint32(nil, 4092)
+	frame = append(frame, bytes.Repeat([]byte("x"), 4092)...)
+	chunk := bytes.Repeat(frame, 16) // 64 KiB of frames
+	var sent atomic.Int64
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+				n, _ := c.Write(chunk)
+				sent.Add(int64(n))
+			}
+		}()
+	}
+	good := dial(t, e)
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		s := e.Stats()
+		if q := s.QueuedOutBytes + s.QueuedInBytes; q > maxQueued.Load() {
+			maxQueued.Store(q)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// a reading connection is still served (its frames may be refused with
+	// "global" while the budget is spent: either answer is a reply)
+	good.SetDeadline(time.Now().Add(5 * time.Second))
+	good.Write(append(binary.BigEndian.AppendUint32(nil, 16), bytes.Repeat([]byte("y"), 16)...))
+	var hdr [4]byte
+	if _, err := io.ReadFull(good, hdr[:]); err != nil {
+		t.Fatalf("well-behaved connection: %v", err)
+	}
+	close(stop)
+	wg.Wait()
+	s := e.Stats()
+	t.Logf("peers sent %d MiB; max queued %d KiB against a budget of %d KiB; %d frames refused for global, %d pauses",
+		sent.Load()>>20, maxQueued.Load()>>10, budget>>10, s.Admission.Rejects[admission.ReasonGlobal], s.Pauses)
+	if sent.Load() < 4*budget {
+		t.Errorf("peers sent only %d bytes", sent.Load())
+	}
+	// the budget, plus a small read (4 KiB in, 4 KiB out) per connection
+	// whose queue was empty in the turn that crossed it
+	if limit := int64(budget + peers*8<<10); maxQueued.Load() > limit {
+		t.Errorf("queued bytes reached %d, budget %d (limit %d)", maxQueued.Load(), budget, limit)
+	}
+}
+
+// TestRejectsWellFormed: refusals reach the client as replies in its own
+// protocol, with the reason and retry-after, and the connection keeps
+// working afterwards: length-prefixed and line frames carry
+// "-REJECT reason ms".
+func TestRejectsWellFormed(t *testing.T) {
+	tl, err := admission.NewTenantLimiter(admission.TenantConfig{
+		Quota: admission.Quota{Count: 10, Per: time.Second, Burst: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, codec := range []protocol.Codec{protocol.LengthPrefixed{}, protocol.Delimited{}} {
+		t.Run(fmt.Sprintf("%T", codec), func(t *testing.T) {
+			adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+			e := start(t, Config{Loops: 1, Codec: codec, Policy: AdmissionPolicy{Admitter: adm,
+				// each connection is its own tenant, so the subtests do not share a quota
+				TenantKey: func(dst []byte, peer netip.AddrPort, _ []byte) []byte {
+					return binary.BigEndian.AppendUint16(dst, peer.Port())
+				}}}, newTestHandler())
+			c := dial(t, e)
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			r := bufio.NewReader(c)
+			send := func(msg string) { c.Write(codec.AppendEncode(nil, []byte(msg))) }
+			recv := func() string {
+				if _, ok := codec.(protocol.LengthPrefixed); ok {
+					var hdr [4]byte
+					if _, err := io.ReadFull(r, hdr[:]); err != nil {
+						t.Fatalf("read: %v", err)
+					}
+					b := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+					if _, err := io.ReadFull(r, b); err != nil {
+						t.Fatalf("read: %v", err)
+					}
+					return string(b)
+				}
+				line, err := r.ReadString('\n')
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				return strings.TrimSuffix(line, "\n")
+			}
+			send("one")
+			send("two") // over the burst of 1: refused
+			if got := recv(); got != "one" {
+				t.Fatalf("first reply %q", got)
+			}
+			got := recv()
+			reason, retry, ok := ParseRejectText([]byte(got))
+			if !ok || reason != "tenant" || retry <= 0 || retry > 100*time.Millisecond {
+				t.Fatalf("second reply %q: want a tenant reject with retry-after in (0, 100ms]", got)
+			}
+			time.Sleep(retry)
+			send("three") // the connection still works, and the quota has refilled
+			if got := recv(); got != "three" {
+				t.Fatalf("after the retry-after: %q", got)
+			}
+		})
+	}
+}
+
+// TestFramesPerTurn: a pipelined burst far above MaxFramesPerTurn is
+// served in order across turns, the rest waiting in the connection's input.
+func TestFramesPerTurn(t *testing.T) {
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, MaxFramesPerTurn: 16}, newTestHandler())
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var req bytes.Buffer
+	const n = 3000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&req, "%d\n", i)
+	}
+	go c.Write(req.Bytes())
+	r := bufio.NewReader(c)
+	for i := 0; i < n; i++ {
+		s, err := r.ReadString('\n')
+		if err != nil || s != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("reply %d: %q, %v", i, s, err)
+		}
+	}
+	s := waitStats(t, e, "frame budget spent", func(s Stats) bool { return s.FrameBudgetSpent > 0 })
+	if s.Frames != n {
+		t.Errorf("frames %d, want %d", s.Frames, n)
+	}
+	t.Logf("%d frames, frame budget spent %d times, %d turns", s.Frames, s.FrameBudgetSpent, s.Turns)
+}
+
+// TestShedOnQueueDelay: with a slow inline handler and a standing queue,
+// CoDel on the loop refuses frames that waited too long (reason "codel")
+// with cheap rejects, so the frames it does serve wait little.
+func TestShedOnQueueDelay(t *testing.T) {
+	adm := newAdmitter(t, admission.Config{Loops: 1, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1},
+		CoDel: &admission.CoDelConfig{Target: 2 * time.Millisecond, Interval: 20 * time.Millisecond}})
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		spin(200 * time.Microsecond)
+		c.WriteFrame(frame)
+		return None
+	}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, MaxFramesPerTurn: 8,
+		Policy: AdmissionPolicy{Admitter: adm, ShedOnQueueDelay: true}}, h)
+	const conns, per = 8, 400 // 3,200 frames × 200µs = 640 ms of work, sent at once
+	var wg sync.WaitGroup
+	var served, shed atomic.Int64
+	for i := 0; i < conns; i++ {
+		c := dialLine(t, e.Addr().String(), nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var req bytes.Buffer
+			for j := 0; j < per; j++ {
+				fmt.Fprintf(&req, "%d\n", j)
+			}
+			c.Write(req.Bytes())
+			for j := 0; j < per; j++ {
+				s := c.line(t)
+				if reason, _, ok := ParseRejectText([]byte(s)); ok {
+					if reason != "codel" {
+						t.Errorf("reject reason %q", reason)
+					}
+					shed.Add(1)
+				} else if s != fmt.Sprint(j) {
+					t.Errorf("reply %q, want %d", s, j)
+					return
+				} else {
+					served.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("served %d, shed %d (codel)", served.Load(), shed.Load())
+	if shed.Load() == 0 || served.Load() == 0 {
+		t.Errorf("served %d, shed %d: want both", served.Load(), shed.Load())
+	}
+}
+
+// spin burns CPU for d (simulated work).
+func spin(d time.Duration) {
+	for t0 := time.Now(); time.Since(t0) < d; {
+	}
+}
+
+// poolHandler sleeps for the frame's first byte × 10 ms ('0'..'9') then
+// echoes; it records the deadline it saw.
+type poolHandler struct {
+	deadlines chan time.Duration
+}
+
+func (h *poolHandler) ServeFrame(ctx context.Context, c *Conn, frame []byte) Action {
+	if d, ok := ctx.Deadline(); ok && h.deadlines != nil {
+		select {
+		case h.deadlines <- time.Until(d):
+		default:
+		}
+	}
+	if len(frame) > 0 && frame[0] >= '0' && frame[0] <= '9' {
+		select {
+		case <-time.After(time.Duration(frame[0]-'0') * 10 * time.Millisecond):
+		case <-ctx.Done():
+			return None
+		}
+	}
+	if err := c.WriteFrame(frame); err != nil {
+		c.CloseWithError(err)
+	}
+	return None
+}
+
+// TestPoolEcho: blocking frames run on workers and reply through the inbox;
+// the context carries the request deadline; a peer that half-closes after
+// sending still gets every reply before the connection closes.
+func TestPoolEcho(t *testing.T) {
+	ph := &poolHandler{deadlines: make(chan time.Duration, 64)}
+	h := newTestHandler()
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
+		Pool: PoolConfig{Handler: ph, Workers: 1, RequestTimeout: 3 * time.Second}}, h)
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("1a\n1b\n1c\n"))
+	c.CloseWrite()
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "1a\n1b\n1c\n" {
+		t.Fatalf("replies %q, %v", got, err)
+	}
+	sc := h.nextOpen(t)
+	if cause := h.closeOf(t, sc, 5*time.Second); !errors.Is(cause, ErrPeerClosed) {
+		t.Errorf("close cause %v", cause)
+	}
+	d := <-ph.deadlines
+	if d <= 2*time.Second || d > 3*time.Second {
+		t.Errorf("deadline in %v, want about 3s", d)
+	}
+	s := waitStats(t, e, "served", func(s Stats) bool { return s.Admission.Pool.Served == 3 })
+	if s.Admission.InflightReqs != 0 {
+		t.Errorf("in flight %d after the replies", s.Admission.InflightReqs)
+	}
+}
+
+// TestPoolQueueFull: a full queue refuses at once with reason "queue"; the
+// connection keeps working.
+func TestPoolQueueFull(t *testing.T) {
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 2}}, newTestHandler())
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	// one running (50ms), two queued, the rest refused
+	c.Write([]byte("5a\n"))
+	waitStats(t, e, "one running", func(s Stats) bool { return s.Admission.Pool.Running == 1 })
+	c.Write([]byte("5b\n5c\n5d\n5e\n"))
+	r := bufio.NewReader(c)
+	var replies, rejects int
+	for i := 0; i < 5; i++ {
+		s, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reason, _, ok := ParseRejectText([]byte(strings.TrimSpace(s))); ok {
+			if reason != "queue" {
+				t.Errorf("reason %q", reason)
+			}
+			rejects++
+		} else {
+			replies++
+		}
+	}
+	if replies != 3 || rejects != 2 {
+		t.Errorf("%d replies, %d rejects; want 3 and 2", replies, rejects)
+	}
+	c.Write([]byte("0z\n"))
+	if s, err := r.ReadString('\n'); err != nil || s != "0z\n" {
+		t.Fatalf("after the rejects: %q, %v", s, err)
+	}
+	waitStats(t, e, "queue rejects counted", func(s Stats) bool { return s.Admission.Rejects[admission.ReasonQueue] == 2 })
+}
+
+// TestPoolCoDel: under a standing queue the pool sheds with reason
+// "codel", cheaply, and every frame is answered.
+func TestPoolCoDel(t *testing.T) {
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512,
+			CoDel: &admission.CoDelConfig{Target: 2 * time.Millisecond, Interval: 20 * time.Millisecond}}}, newTestHandler())
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	const n = 200 // 200 × 10 ms of service offered at once: 2 s without shedding
+	var req bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&req, "1-%d\n", i)
+	}
+	t0 := time.Now()
+	c.Write(req.Bytes())
+	r := bufio.NewReader(c)
+	var served, shed int
+	for i := 0; i < n; i++ {
+		s, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reason, _, ok := ParseRejectText([]byte(strings.TrimSpace(s))); ok {
+			if reason != "codel" {
+				t.Errorf("reason %q", reason)
+			}
+			shed++
+		} else {
+			served++
+		}
+	}
+	t.Logf("served %d, shed %d in %v", served, shed, time.Since(t0))
+	if shed == 0 || served == 0 {
+		t.Errorf("served %d, shed %d: want both", served, shed)
+	}
+}
+
+// TestPoolNewestFirst: while CoDel reports a standing queue, a worker takes
+// the newest frame; otherwise the oldest.
+func TestPoolNewestFirst(t *testing.T) {
+	e := &Engine{start: time.Now()}
+	e.cfg.Pool = PoolConfig{Handler: &poolHandler{}, QueueLen: 8, CoDel: &admission.CoDelConfig{Target: time.Millisecond, Interval: 10 * time.Millisecond}}
+	e.cfg.Pool = e.cfg.Pool.withDefaults()
+	newP := func() *pool {
+		p, err := newPool(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.cancel)
+		return p
+	}
+	push := func(p *pool, id int32) {
+		p.q[(p.head+p.n)%len(p.q)] = poolTask{fd: id, enq: e.clock()}
+		p.n++
+	}
+	p := newP()
+	push(p, 1)
+	push(p, 2)
+	if tk, _, _ := p.take(); tk.fd != 1 {
+		t.Fatalf("not overloaded: took %d, want the oldest (1)", tk.fd)
+	}
+	// a fresh pool whose CoDel saw an interval with a minimum sojourn (30 ms)
+	// above the target
+	p = newP()
+	ms := int64(time.Millisecond)
+	now := e.clock()
+	p.codel.Dequeue(e.wallTime(now-60*ms), e.wallTime(now-90*ms))
+	p.codel.Dequeue(e.wallTime(now-40*ms), e.wallTime(now-70*ms))
+	if !p.codel.ServeNewestFirst() {
+		t.Fatal("CoDel not overloaded")
+	}
+	push(p, 1)
+	push(p, 2)
+	push(p, 3)
+	for _, want := range []int32{3, 2, 1} {
+		if tk, _, _ := p.take(); tk.fd != want {
+			t.Fatalf("overloaded: took %d, want the newest (%d)", tk.fd, want)
+		}
+	}
+}
+
+// TestPoolShutdownDrains: Shutdown lets queued and running frames finish
+// and reply before connections close.
+func TestPoolShutdownDrains(t *testing.T) {
+	e, err := New(Config{Loops: 1, Codec: protocol.Delimited{},
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 2}}, newTestHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write([]byte("9a\n9b\n9c\n9d\n"))
+	waitStats(t, e, "in flight", func(s Stats) bool { return s.Admission.InflightReqs == 4 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	got, _ := io.ReadAll(c)
+	if len(got) != len("9a\n9b\n9c\n9d\n") {
+		t.Fatalf("replies before the close: %q", got)
+	}
+}

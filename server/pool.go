@@ -1,0 +1,308 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/valyala/bytebufferpool"
+)
+
+// PoolStats is the worker pool's state.
+type PoolStats struct {
+	// Workers is the number of worker goroutines.
+	Workers int
+	// Queued is the frames waiting for a worker; Running those being
+	// served.
+	Queued, Running int64
+	// Submitted counts frames the loops handed to the pool (refusals for a
+	// full queue excluded); Served counts frames a handler ran for.
+	Submitted, Served uint64
+	// Rejects counts the pool's refusals by reason: "queue" (queue full,
+	// enqueue deadline or request deadline passed in the queue), "codel"
+	// (shed by CoDel), "draining" (engine shutting down).
+	Rejects admission.RejectCounts
+}
+
+// poolTask is one frame waiting for, or held by, a worker.
+type poolTask struct {
+	l        *loop
+	c        *Conn
+	fd       int32
+	gen      uint64
+	buf      *bytebufferpool.ByteBuffer
+	enq      int64 // loop clock at ingress
+	deadline int64 // loop clock; 0: none
+}
+
+// pool is the engine's bounded worker pool for a BlockingHandler (see
+// PoolConfig). The queue is a ring under one mutex: loops push (never
+// waiting), workers pop from the front, or from the back (newest first)
+// while CoDel reports a standing queue.
+type pool struct {
+	e   *Engine
+	cfg PoolConfig
+	rj  Rejecter
+
+	mu       sync.Mutex
+	cond     sync.Cond
+	q        []poolTask
+	head, n  int
+	codel    *admission.CoDel
+	running  int
+	draining bool
+	closed   bool
+	idle     chan struct{} // closed when draining and nothing is queued or running
+	st       PoolStats
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newPool(e *Engine) (*pool, error) {
+	cfg := e.cfg.Pool
+	p := &pool{e: e, cfg: cfg, rj: RejecterFor(e.cfg.Codec), q: make([]poolTask, cfg.QueueLen)}
+	p.cond.L = &p.mu
+	p.st.Workers = cfg.Workers
+	if cfg.CoDel != nil {
+		cd, err := admission.NewCoDel(*cfg.CoDel)
+		if err != nil {
+			return nil, fmt.Errorf("%w: Pool.CoDel: %w", ErrInvalidConfig, err)
+		}
+		p.codel = cd
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p, nil
+}
+
+// start starts the workers.
+func (p *pool) start() {
+	p.wg.Add(p.cfg.Workers)
+	for i := 0; i < p.cfg.Workers; i++ {
+		go p.worker()
+	}
+}
+
+// submit queues frame for a worker, on loop l. A full queue or a draining
+// pool refuses it at once: the loop never waits.
+func (p *pool) submit(l *loop, c *Conn, frame []byte) {
+	t := poolTask{l: l, c: c, fd: c.fd, gen: c.gen, enq: l.now}
+	if cfg := &p.cfg; cfg.Deadline != nil {
+		if d := cfg.Deadline(frame, l.wallTime(l.now)); !d.IsZero() {
+			t.deadline = max(int64(d.Sub(p.e.start)), 1)
+		}
+	}
+	if t.deadline == 0 && p.cfg.RequestTimeout > 0 {
+		t.deadline = l.now + int64(p.cfg.RequestTimeout)
+	}
+	p.mu.Lock()
+	switch {
+	case p.draining || p.closed:
+		p.st.Rejects[admission.ReasonDraining]++
+		p.mu.Unlock()
+		l.answerReject(c, frame, admission.ReasonDraining.String(), 0)
+		return
+	case p.n == len(p.q):
+		p.st.Rejects[admission.ReasonQueue]++
+		p.mu.Unlock()
+		l.answerReject(c, frame, admission.ReasonQueue.String(), p.cfg.RetryAfter)
+		return
+	}
+	t.buf = bytebufferpool.Get()
+	t.buf.B = append(t.buf.B[:0], frame...)
+	p.q[(p.head+p.n)%len(p.q)] = t
+	p.n++
+	p.st.Submitted++
+	p.mu.Unlock()
+	p.cond.Signal()
+	c.pending++
+	l.poolInflight++
+}
+
+// take blocks until a task is available and returns it with the CoDel
+// verdict on its queueing delay; false when the pool is closed and empty.
+func (p *pool) take() (poolTask, admission.Verdict, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.n == 0 {
+		if p.closed {
+			return poolTask{}, admission.Verdict{}, false
+		}
+		if p.codel != nil {
+			p.codel.Empty(p.e.wallTime(p.e.clock()))
+		}
+		p.cond.Wait()
+	}
+	var i int
+	if p.codel != nil && p.codel.ServeNewestFirst() {
+		i = (p.head + p.n - 1) % len(p.q)
+	} else {
+		i = p.head
+		p.head = (p.head + 1) % len(p.q)
+	}
+	t := p.q[i]
+	p.q[i] = poolTask{}
+	p.n--
+	p.running++
+	v := admission.Admitted()
+	if p.codel != nil {
+		v = p.codel.Dequeue(p.e.wallTime(p.e.clock()), p.e.wallTime(t.enq))
+	}
+	return t, v, true
+}
+
+// worker serves tasks until the pool is closed and empty.
+func (p *pool) worker() {
+	defer p.wg.Done()
+	for {
+		t, v, ok := p.take()
+		if !ok {
+			return
+		}
+		p.serve(&t, v)
+	}
+}
+
+// serve runs one task, or refuses it when it should not run any more.
+func (p *pool) serve(t *poolTask, v admission.Verdict) {
+	now := p.e.clock()
+	reason, retry := admission.ReasonNone, time.Duration(0)
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	switch {
+	case closed:
+		reason = admission.ReasonDraining
+	case !v.Admit:
+		reason, retry = v.Reason, v.RetryAfter
+	case p.cfg.QueueTimeout > 0 && now-t.enq > int64(p.cfg.QueueTimeout),
+		t.deadline != 0 && now >= t.deadline:
+		reason, retry = admission.ReasonQueue, p.cfg.RetryAfter
+	}
+	served := reason == admission.ReasonNone
+	if served {
+		ctx, cancel := p.ctx, context.CancelFunc(nil)
+		if t.deadline != 0 {
+			ctx, cancel = context.WithDeadline(p.ctx, p.e.wallTime(t.deadline))
+		}
+		a := p.cfg.Handler.ServeFrame(ctx, t.c, t.buf.B)
+		if cancel != nil {
+			cancel()
+		}
+		switch a {
+		case Close:
+			t.c.Close()
+		case Shutdown:
+			p.e.beginShutdown(p.e.clock() + int64(p.e.cfg.DrainTimeout))
+		}
+	} else {
+		p.reject(t, reason, retry)
+	}
+	bytebufferpool.Put(t.buf)
+	t.buf = nil
+	p.finish(t, served, reason)
+}
+
+// reject answers t off the loop with the codec's reject (through the
+// connection's inbox), or closes the connection when the codec has none.
+func (p *pool) reject(t *poolTask, r admission.Reason, retry time.Duration) {
+	if a := p.e.cfg.Policy.Admitter; a != nil {
+		a.Count(r)
+	}
+	if p.rj == nil {
+		t.c.CloseWithError(fmt.Errorf("%w: %s", ErrRejected, r))
+		return
+	}
+	bb := bytebufferpool.Get()
+	bb.B = p.rj.AppendReject(bb.B[:0], t.buf.B, r.String(), retry)
+	err := t.l.submit(task{kind: taskWrite, fd: t.fd, gen: t.gen, seg: ioflush.Segment{Buf: bb.B, Pooled: bb}})
+	if err != nil {
+		bytebufferpool.Put(bb)
+	}
+}
+
+// finish accounts a finished task and tells its loop, which owns the
+// in-flight counts. The loop must hear of every task, so a full inbox is
+// retried (it drains every turn) until the loop has exited.
+func (p *pool) finish(t *poolTask, served bool, r admission.Reason) {
+	p.mu.Lock()
+	p.running--
+	if served {
+		p.st.Served++
+	} else {
+		p.st.Rejects[r]++
+	}
+	if p.draining && p.n == 0 && p.running == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+	p.mu.Unlock()
+	for {
+		err := t.l.submit(task{kind: taskDone, fd: t.fd, gen: t.gen})
+		if err != ErrInboxFull {
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// drain stops taking new frames (they are refused with reason "draining")
+// and waits until every queued and running frame is done, or ctx ends.
+func (p *pool) drain(ctx context.Context) error {
+	p.mu.Lock()
+	p.draining = true
+	if p.n == 0 && p.running == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop cancels every request context, refuses what is still queued and
+// waits for the workers to exit. Handlers must return once their ctx ends.
+func (p *pool) stop() {
+	p.mu.Lock()
+	p.closed, p.draining = true, true
+	p.mu.Unlock()
+	p.cancel()
+	p.cond.Broadcast()
+	p.wg.Wait()
+}
+
+// stats returns a snapshot.
+func (p *pool) stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.st
+	s.Queued, s.Running = int64(p.n), int64(p.running)
+	return s
+}
+
+// poolDone is a worker's taskDone on the loop: the task's frame is no
+// longer in flight. A connection that reached end of file while its frames
+// were in the pool closes once the last one is done.
+func (l *loop) poolDone(t *task) {
+	l.poolInflight--
+	c := l.conn(int(t.fd))
+	if c == nil || c.gen != t.gen || c.flags&fClosed != 0 {
+		return
+	}
+	c.pending--
+	if c.pending == 0 && c.flags&fEOF != 0 {
+		l.requestClose(c, ErrPeerClosed)
+	}
+}
