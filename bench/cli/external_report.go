@@ -140,9 +140,8 @@ func (g *extGroup) cell(server string) *extCell {
 	return &g.Cells[len(g.Cells)-1]
 }
 
-// summarize fills the summaries and the ratios of the first server (sluice
-// or sluice-kv, by the default order... or whichever is first) to each
-// other.
+// summarize fills the summaries, and the ratios of the sluice server's
+// requests/s to each other server's.
 func (g *extGroup) summarize() {
 	for i := range g.Cells {
 		c := &g.Cells[i]
@@ -246,7 +245,11 @@ func (rep *extReport) markdown() string {
 	if !cfg.NoPin {
 		pin = fmt.Sprintf("servers pinned to CPU %s (GOMAXPROCS and -loops %d), clients to CPU %s", cpuText(cfg.ServerCPUs), len(cfg.ServerCPUs), cpuText(cfg.ClientCPUs))
 	}
-	fmt.Fprintf(&b, "%d rounds, servers alternating within each round, a fresh server process per run; %s.", cfg.Rounds, pin)
+	rounds := fmt.Sprintf("%d rounds", cfg.Rounds)
+	if cfg.Rounds == 1 {
+		rounds = "1 round"
+	}
+	fmt.Fprintf(&b, "%s, servers alternating within each round, a fresh server process per run; %s.", rounds, pin)
 	if len(rep.Tools) > 0 {
 		var names []string
 		for k := range rep.Tools {
