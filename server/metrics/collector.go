@@ -30,7 +30,10 @@ type Options struct {
 	// {"server": "echo"} when one process runs several engines. Nil: none.
 	ConstLabels prometheus.Labels
 
-	// Admission, when set, adds the sluice_admission_* metrics.
+	// Admission, when set, adds the sluice_admission_* metrics. Nil with
+	// a *server.Engine source that has a Config.Policy: they come from
+	// its Stats.Admission.Policy, without the per-class and per-tenant
+	// series only an AdmissionSource can give.
 	Admission AdmissionSource
 
 	// Histograms, when set, adds the loop and request histograms. Nil
@@ -55,9 +58,12 @@ type Collector struct {
 	opts Options
 
 	engine engineDescs
+	engAdm engineAdmDescs
 	adm    *admissionDescs
-	hist   *histogramDescs
-	logs   *prometheus.Desc
+	// admFromStats: the admission metrics come from Stats.Admission.Policy
+	admFromStats bool
+	hist         *histogramDescs
+	logs         *prometheus.Desc
 }
 
 // New returns a Collector over src. It fails only without a source
@@ -75,8 +81,11 @@ func New(src Source, opts Options) (*Collector, error) {
 	if e, ok := src.(*server.Engine); ok && e != nil && opts.Histograms == nil {
 		opts.Histograms = EngineHistograms(e)
 	}
-	c := &Collector{src: src, opts: opts, engine: newEngineDescs(opts.ConstLabels)}
-	if opts.Admission != nil {
+	c := &Collector{src: src, opts: opts, engine: newEngineDescs(opts.ConstLabels), engAdm: newEngineAdmDescs(opts.ConstLabels)}
+	if e, ok := src.(*server.Engine); ok && e != nil && opts.Admission == nil {
+		c.admFromStats = e.Stats().Admission.Enabled // fixed by the engine's Config
+	}
+	if opts.Admission != nil || c.admFromStats {
 		c.adm = newAdmissionDescs(opts.ConstLabels, opts.MaxTenantSeries)
 	}
 	if opts.Histograms != nil {
@@ -101,6 +110,7 @@ func NewForEngine(e *server.Engine, opts Options) (*Collector, error) {
 // Describe sends the descriptors of every metric the collector can export.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	c.engine.describe(ch)
+	c.engAdm.describe(ch)
 	if c.adm != nil {
 		c.adm.describe(ch)
 	}
@@ -116,8 +126,14 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.src.Stats()
 	c.engine.collect(ch, &s)
+	c.engAdm.collect(ch, &s)
 	if c.adm != nil {
-		a := c.opts.Admission.AdmissionSnapshot()
+		var a AdmissionSnapshot
+		if c.admFromStats {
+			a.Stats = s.Admission.Policy
+		} else {
+			a = c.opts.Admission.AdmissionSnapshot()
+		}
 		c.adm.collect(ch, &a)
 	}
 	if c.hist != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/server"
 	"github.com/sluicenet/sluice/server/metrics"
 	"go.uber.org/goleak"
@@ -184,4 +185,60 @@ func compare(got, want map[string]float64) string {
 		}
 	}
 	return d
+}
+
+// TestRealEnginePolicy: for an engine with an admission policy,
+// NewForEngine exports the sluice_admission_* metrics from the engine's
+// own stats, without an AdmissionSource.
+func TestRealEnginePolicy(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	adm, err := admission.NewAdmitter(admission.Config{Loops: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := server.New(server.Config{Addr: "127.0.0.1:0", Loops: 1, Policy: server.AdmissionPolicy{Admitter: adm}}, echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
+	c, err := metrics.NewForEngine(e, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := register(t, c)
+	const writes = 20
+	if err := exchange(e.Addr().String(), 'p', writes, 100); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"sluice_admission_policy_enabled":                 1,
+		`sluice_admission_gate_state{state="open"}`:       1,
+		`sluice_admission_rejects_total{reason="tenant"}`: 0,
+		`sluice_rejects_total{reason="tenant"}`:           0,
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		vals, _ := values(t, reg)
+		diff := compare(vals, want)
+		// raw codec: every read is one frame, each admitted by the policy
+		if a, f := vals["sluice_admission_admitted_total"], vals["sluice_frames_decoded_total"]; a < 1 || a != f {
+			diff += fmt.Sprintf("  admitted %v, frames %v\n", a, f)
+		}
+		if diff == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s the scrape still differs:\n%s", diff)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -1,0 +1,76 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/server"
+)
+
+// engineAdmMetrics are the unlabelled metrics of server.Stats.Admission:
+// what the engine itself carried out (accept queue, backlog rejects, the
+// worker pool), exported whether or not a policy is configured.
+var engineAdmMetrics = []statMetric{
+	{"sluice_listen_queue_connections", "Connections waiting in the listeners' accept queues (TCP_INFO tcpi_unacked, summed over listening sockets, sampled at most every 10 ms per loop).", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.AcceptQueueDepth) }},
+	{"sluice_listen_queue_limit_connections", "Accept queue limits of the listeners (listen backlog capped by net.core.somaxconn; TCP_INFO tcpi_sacked, summed).", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.AcceptQueueLimit) }},
+	{"sluice_backlog_rejects_total", "Connections accepted and refused at once while the admission gate was rejecting (backlog nearly full).", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.BacklogRejects) }},
+	{"sluice_admission_policy_enabled", "1 when the engine runs an admission policy (Config.Policy), whose state the sluice_admission_* metrics show.", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return b2f(s.Admission.Enabled) }},
+	{"sluice_pool_workers", "Worker goroutines of the engine's worker pool (0 without a pool).", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.Pool.Workers) }},
+	{"sluice_pool_queued_requests", "Frames waiting for a worker now.", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.Pool.Queued) }},
+	{"sluice_pool_running_requests", "Frames a worker is serving now.", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.Pool.Running) }},
+	{"sluice_pool_submitted_total", "Frames the loops handed to the worker pool (refusals for a full queue excluded).", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.Pool.Submitted) }},
+	{"sluice_pool_served_total", "Frames a worker ran the handler for.", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.Pool.Served) }},
+}
+
+// Labelled metrics of server.Stats.Admission.
+const (
+	nameRejects     = "sluice_rejects_total"
+	helpRejects     = "Frames the engine refused, by reason, as carried out by the loops (policy, FrameAdmitter, backlog) and the worker pool; reason=\"other\" counts refusals without an admission reason (a FrameAdmitter's own, idempotency conflicts)."
+	namePoolRejects = "sluice_pool_rejects_total"
+	helpPoolRejects = "Frames the worker pool refused, by reason (queue: full or a deadline passed in the queue; codel: shed by CoDel; draining: shutting down)."
+)
+
+// engineAdmDescs are the descriptors of the Stats.Admission metrics.
+type engineAdmDescs struct {
+	plain       []*prometheus.Desc // parallel to engineAdmMetrics
+	rejects     *prometheus.Desc
+	poolRejects *prometheus.Desc
+}
+
+func newEngineAdmDescs(cl prometheus.Labels) engineAdmDescs {
+	d := engineAdmDescs{plain: make([]*prometheus.Desc, len(engineAdmMetrics))}
+	for i, m := range engineAdmMetrics {
+		d.plain[i] = prometheus.NewDesc(m.name, m.help, nil, cl)
+	}
+	d.rejects = prometheus.NewDesc(nameRejects, helpRejects, []string{"reason"}, cl)
+	d.poolRejects = prometheus.NewDesc(namePoolRejects, helpPoolRejects, []string{"reason"}, cl)
+	return d
+}
+
+func (d *engineAdmDescs) describe(ch chan<- *prometheus.Desc) {
+	for _, x := range d.plain {
+		ch <- x
+	}
+	ch <- d.rejects
+	ch <- d.poolRejects
+}
+
+func (d *engineAdmDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
+	for i, m := range engineAdmMetrics {
+		ch <- constMetric(d.plain[i], m.typ, m.value(s))
+	}
+	a := &s.Admission
+	ch <- constMetric(d.rejects, prometheus.CounterValue, float64(a.Rejects[admission.ReasonNone]), "other")
+	for r := admission.ReasonNone + 1; r < admission.NumReasons; r++ {
+		ch <- constMetric(d.rejects, prometheus.CounterValue, float64(a.Rejects[r]), r.String())
+		ch <- constMetric(d.poolRejects, prometheus.CounterValue, float64(a.Pool.Rejects[r]), r.String())
+	}
+}
