@@ -3,11 +3,13 @@
 //
 // It owns the metric names, types, units and HELP texts (every one is listed
 // in docs/OBSERVABILITY.md), and the translation of snapshots into
-// Prometheus metrics: server.Stats from the engine, and two optional
-// sources, AdmissionSource (rejects by reason, gate state, tenants,
-// in-flight by class) and HistogramSource (loop turn duration, loop lag,
-// events per turn, out-queue depth, request latency), whose snapshots the
-// engine fills from per-loop bucket arrays.
+// Prometheus metrics: server.Stats from the engine (its admission part
+// included), and two optional sources, AdmissionSource (rejects by reason,
+// gate state, tenants, in-flight by class) and HistogramSource (loop turn
+// duration, loop lag, events per turn, out-queue depth, request latency).
+// For a *server.Engine source both default to the engine's own:
+// Engine.Histograms, which the loops fill from per-loop bucket arrays, and
+// the admission policy's stats when the engine has one.
 //
 // It refuses to count anything itself: the loops count in plain memory and
 // publish once per turn (server.Stats), so the data path has no lock, no
