@@ -63,8 +63,8 @@
 // Connections are registered once, EPOLLIN|EPOLLRDHUP|EPOLLET. Reads go to
 // the loop's buffer and stop at ReadBudgetBytes per connection per turn (the
 // connection then goes on the ready list, because no new edge will come for
-// bytes already queued); only an unparsed tail is copied into a per-
-// connection buffer, so an idle connection holds no input buffer. Replies
+// bytes already queued); only an unparsed tail is copied into a buffer of
+// the connection's own, so an idle connection holds no input buffer. Replies
 // are coalesced into per-loop chunks and flushed once at the end of the turn
 // with one budgeted writev per connection: would-block arms EPOLLOUT (one
 // EPOLL_CTL_MOD), flushed disarms it, budget-spent goes to the ready list.
@@ -79,7 +79,12 @@
 // with the loop's per-turn clock; a connection's timer is re-armed only when
 // it fires, to the earliest moment one of its deadlines (idle, frame,
 // write stall) could pass. BenchmarkTimers measures the heap against a
-// hashed timing wheel.
+// hashed timing wheel (1 ms ticks): per fire and re-arm of 10,000 timers the
+// two cost about the same (0.6-1.2 µs against 0.4-0.75 µs on this loaded
+// machine), insert plus cancel is 2-4 times cheaper on the wheel (41-60 ns
+// against 125-215 ns), and fires happen at most once per connection per
+// shortest timeout; the heap keeps exact deadlines with no tick and no
+// revolution bookkeeping, so it stays.
 //
 // # Calls from other goroutines
 //
