@@ -112,9 +112,12 @@ func (h *Handler) respond(s *scratch, dst, frame []byte, now time.Time) ([]byte,
 	}
 	switch string(req.Path) {
 	case HelloPath:
-		if req.MethodIs("GET") || req.MethodIs("HEAD") {
+		switch {
+		case req.MethodIs("GET") && req.KeepAlive && req.ProtoMinor == 1:
+			dst = append(dst, s.hello(req, now, date)...)
+		case req.MethodIs("GET") || req.MethodIs("HEAD"):
 			dst = req.AppendResponse(dst, 200, HelloContentType, helloBody, date)
-		} else {
+		default:
 			dst = methodNotAllowed(dst, req, allowHello, date)
 		}
 	case EchoPath:

@@ -33,6 +33,9 @@ type scratch struct {
 	out   []byte
 	dates http1.DateCache
 
+	helloResp []byte // the keep-alive HTTP/1.1 response to GET /, for helloSec
+	helloSec  int64
+
 	now     time.Time
 	lastEnd uintptr // address just past the previous frame
 	reuse   int     // frames that used now since it was read
@@ -76,4 +79,16 @@ func (s *scratch) clock(frame []byte, clock func() time.Time) time.Time {
 	s.reuse++
 	s.lastEnd = start + uintptr(len(frame))
 	return s.now
+}
+
+// hello returns the response to a keep-alive HTTP/1.1 GET / (req) at now,
+// whose Date value is date: it depends on nothing but the second, so it is
+// built once a second and copied whole for every other request, sparing the
+// hot route the header formatting.
+func (s *scratch) hello(req *http1.Request, now time.Time, date []byte) []byte {
+	if sec := now.Unix(); sec != s.helloSec || len(s.helloResp) == 0 {
+		s.helloResp = req.AppendResponse(s.helloResp[:0], 200, HelloContentType, helloBody, date)
+		s.helloSec = sec
+	}
+	return s.helloResp
 }
