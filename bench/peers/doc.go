@@ -1,7 +1,10 @@
 // Package peers holds the echo servers sluice is compared with: an idiomatic
 // gnet v2 server, a standard-library net server with one goroutine per
 // connection, and a trivial raw-epoll echo used only to measure the load
-// generator's own ceiling.
+// generator's own ceiling; and two HTTP/1.1 peers for the wrk comparison
+// (cmd/bench external, http.go): gnet-http runs sluice's own HTTP codec and
+// responder (package internal/httpecho) on gnet, so that only the engines
+// differ, and nethttp is the standard library's net/http server.
 //
 // peers owns those servers and nothing else: the comparison runner (package
 // bench) starts each one in its own process through cmd/bench peer, so a
