@@ -3,11 +3,9 @@ package kv
 import (
 	"bytes"
 	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/sluicenet/sluice/internal/fuzzseed"
 	"github.com/sluicenet/sluice/protocol/envelope"
 	"github.com/sluicenet/sluice/protocol/resp"
 	"github.com/sluicenet/sluice/server"
@@ -19,7 +17,7 @@ import (
 // well-formed RESP and that each command got exactly one.
 func FuzzRESPServe(f *testing.F) {
 	for _, s := range seedCorpus["FuzzRESPServe"] {
-		f.Add(s.args[0].([]byte))
+		f.Add(s.Args[0].([]byte))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h := NewRESPHandler(newTestStore(t, Config{Shards: 1, MaxKeys: 16, MaxValueBytes: 64, MaxBytes: 4096}),
@@ -67,7 +65,7 @@ func FuzzRESPServe(f *testing.F) {
 // the worker pool only when it is a valid mutation.
 func FuzzEnvelopeHandle(f *testing.F) {
 	for _, s := range seedCorpus["FuzzEnvelopeHandle"] {
-		f.Add(s.args[0].([]byte))
+		f.Add(s.Args[0].([]byte))
 	}
 	h, _ := newTestEnvelope(f, EnvelopeConfig{Store: newTestStore(f, Config{MaxKeys: 64, MaxValueBytes: 128, MaxBytes: 1 << 16})})
 	f.Fuzz(func(t *testing.T, frame []byte) {
@@ -92,7 +90,7 @@ func FuzzEnvelopeHandle(f *testing.F) {
 // and reads back what AppendPut writes.
 func FuzzDecodePut(f *testing.F) {
 	for _, s := range seedCorpus["FuzzDecodePut"] {
-		f.Add(s.args[0].([]byte))
+		f.Add(s.Args[0].([]byte))
 	}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		k, v, err := DecodePut(p)
@@ -128,15 +126,9 @@ func envFrame(id uint64, method, key string, payload []byte, flags envelope.Flag
 	return b
 }
 
-// seed is one named seed corpus entry: the arguments of a fuzz target.
-type seed struct {
-	name string
-	args []any
-}
-
 // seedCorpus is the committed seed corpus, generated from this table
 // (TestSeedCorpus keeps testdata/fuzz in step).
-var seedCorpus = map[string][]seed{
+var seedCorpus = fuzzseed.Corpus{
 	"FuzzRESPServe": {
 		{"ping", []any{[]byte(cmd("PING"))}},
 		{"inline-ping", []any{[]byte("PING\r\n")}},
@@ -178,37 +170,12 @@ var seedCorpus = map[string][]seed{
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz seed files from seedCorpus")
 
-// corpusFile renders args in Go's fuzz corpus format.
-func corpusFile(args []any) []byte {
-	var b bytes.Buffer
-	b.WriteString("go test fuzz v1\n")
-	for _, a := range args {
-		fmt.Fprintf(&b, "[]byte(%q)\n", a.([]byte))
-	}
-	return b.Bytes()
-}
-
 // TestSeedCorpus checks that every seed in seedCorpus is committed, byte for
 // byte, under testdata/fuzz (or rewrites them with -update-corpus):
 //
 //	go test -run TestSeedCorpus ./internal/kv -args -update-corpus
 func TestSeedCorpus(t *testing.T) {
-	for target, seeds := range seedCorpus {
-		for _, s := range seeds {
-			path := filepath.Join("testdata", "fuzz", target, s.name)
-			want := corpusFile(s.args)
-			if *updateCorpus {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, want, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
-				t.Errorf("%s/%s: committed seed missing or stale (%v); run with -update-corpus", target, s.name, err)
-			}
-		}
+	if err := fuzzseed.Sync(fuzzseed.Dir, seedCorpus, *updateCorpus); err != nil {
+		t.Error(err)
 	}
 }

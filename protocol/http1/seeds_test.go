@@ -1,10 +1,14 @@
 package http1_test
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/sluicenet/sluice/internal/fuzzseed"
+)
 
 // seedCorpus lists the committed seeds under testdata/fuzz, per target;
 // TestSeedCorpus keeps files and table in step.
-var seedCorpus = map[string][]seed{
+var seedCorpus = fuzzseed.Corpus{
 	"FuzzHTTPDecode": {
 		{"wrk", []any{[]byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"), uint16(0)}},
 		{"techempower", []any{[]byte(wrkPlaintext), uint16(0)}},

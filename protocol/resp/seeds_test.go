@@ -1,10 +1,14 @@
 package resp_test
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/sluicenet/sluice/internal/fuzzseed"
+)
 
 // seedCorpus lists the committed seeds under testdata/fuzz, per target;
 // TestSeedCorpus keeps files and table in step.
-var seedCorpus = map[string][]seed{
+var seedCorpus = fuzzseed.Corpus{
 	"FuzzRESPDecode": {
 		{"spec-ping", []any{[]byte("*1\r\n$4\r\nPING\r\n"), uint16(0)}},
 		{"spec-echo", []any{[]byte("*2\r\n$4\r\nECHO\r\n$3\r\nhey\r\n"), uint16(0)}},
