@@ -518,7 +518,7 @@ func (r *extRunner) runRedis(ctx context.Context, srv string, round int, groups 
 			one := run
 			one.Round = round
 			if t, ok := byName[name]; ok {
-				one.RequestsSec, one.P50Micros, one.P99Micros = t.RequestsSec, t.P50Millis*1e3, t.P99Millis*1e3
+				one.RequestsSec, one.AvgMicros, one.P50Micros, one.P99Micros = t.RequestsSec, t.AvgMillis*1e3, t.P50Millis*1e3, t.P99Millis*1e3
 			} else if one.Error == "" {
 				one.Error = "no result for " + name
 			}
@@ -584,12 +584,12 @@ func (r *extRunner) runWrk(ctx context.Context, srv string, round int, pipelined
 		return res.Requests, err
 	})
 	run.Round = round
-	run.RequestsSec, run.P50Micros, run.P99Micros = res.RequestsSec, res.P50Micros, res.P99Micros
+	run.RequestsSec, run.AvgMicros, run.P50Micros, run.P99Micros = res.RequestsSec, res.AvgMicros, res.P50Micros, res.P99Micros
 	run.Errors = res.SocketErrors + res.Non2xx
 	run.Note = p.stop()
 	line := run.Error
 	if line == "" {
-		line = fmt.Sprintf("%s req/s  p99 %s  %s", humanRPS(run.RequestsSec), humanMicros(run.P99Micros), run.utilText())
+		line = fmt.Sprintf("%s req/s  mean %s  p99 %s  %s", humanRPS(run.RequestsSec), humanMicros(run.AvgMicros), humanMicros(run.P99Micros), run.utilText())
 		if run.Errors > 0 {
 			line += fmt.Sprintf("  errors %d", run.Errors)
 		}

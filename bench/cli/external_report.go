@@ -58,8 +58,9 @@ type extCell struct {
 type extRun struct {
 	Round              int     `json:"round"`
 	RequestsSec        float64 `json:"requests_per_sec"`
-	P50Micros          float64 `json:"p50_us"`
-	P99Micros          float64 `json:"p99_us"`
+	AvgMicros          float64 `json:"avg_us,omitempty"`
+	P50Micros          float64 `json:"p50_us,omitempty"`
+	P99Micros          float64 `json:"p99_us,omitempty"` // 0: the tool did not report it
 	ServerUtil         float64 `json:"server_util"`
 	ClientUtil         float64 `json:"client_util"`
 	ServerMicrosPerReq float64 `json:"server_us_per_req,omitempty"`
@@ -105,6 +106,7 @@ func spreadOf(v []float64) spread {
 type extSummary struct {
 	Runs               int    `json:"runs"`
 	RequestsSec        spread `json:"requests_per_sec"`
+	AvgMicros          spread `json:"avg_us"`
 	P99Micros          spread `json:"p99_us"`
 	ServerUtil         spread `json:"server_util"`
 	ClientUtil         spread `json:"client_util"`
@@ -145,14 +147,19 @@ func (g *extGroup) cell(server string) *extCell {
 func (g *extGroup) summarize() {
 	for i := range g.Cells {
 		c := &g.Cells[i]
-		var rps, p99, su, cu, us []float64
+		var rps, avg, p99, su, cu, us []float64
 		var errs int64
 		for _, r := range c.Runs {
 			if !r.ok() {
 				continue
 			}
 			rps = append(rps, r.RequestsSec)
-			p99 = append(p99, r.P99Micros)
+			if r.AvgMicros > 0 {
+				avg = append(avg, r.AvgMicros)
+			}
+			if r.P99Micros > 0 {
+				p99 = append(p99, r.P99Micros)
+			}
 			if r.ServerUtil >= 0 {
 				su = append(su, r.ServerUtil)
 				cu = append(cu, r.ClientUtil)
@@ -165,7 +172,7 @@ func (g *extGroup) summarize() {
 		if len(rps) == 0 {
 			continue
 		}
-		c.Summary = &extSummary{Runs: len(rps), RequestsSec: spreadOf(rps), P99Micros: spreadOf(p99),
+		c.Summary = &extSummary{Runs: len(rps), RequestsSec: spreadOf(rps), AvgMicros: spreadOf(avg), P99Micros: spreadOf(p99),
 			ServerUtil: spreadOf(su), ClientUtil: spreadOf(cu), ServerMicrosPerReq: spreadOf(us), Errors: errs}
 	}
 	subject := g.sluiceCell()
@@ -290,7 +297,7 @@ func (rep *extReport) throughputTable(b *strings.Builder, tool string, groups []
 	servers := groups[0].Cells
 	switch tool {
 	case "redis-benchmark":
-		fmt.Fprintf(b, "**redis-benchmark**, requests/s (median, min–max over rounds): `%s`\n\n", groups[0].Command)
+		fmt.Fprintf(b, "**redis-benchmark**, requests/s (median, min–max over rounds): `%s` (one invocation runs every test; the core and CPU columns below cover the whole invocation)\n\n", groups[0].Command)
 	default:
 		fmt.Fprintf(b, "**wrk**, requests/s (median, min–max over rounds): `%s` and, pipelined, `%s`\n\n",
 			rep.groupCommand("plaintext"), rep.groupCommand("plaintext, pipelined"))
@@ -349,11 +356,12 @@ func (rep *extReport) groupCommand(prefix string) string {
 // detailTable: per group and server, p99 latency, the cores' utilisation
 // (which side saturated) and server CPU per request.
 func (rep *extReport) detailTable(b *strings.Builder, groups []extGroup) {
-	b.WriteString("| test | server | p99 latency | server core busy | client core busy | server CPU µs/req | errors |\n|---|---|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| test | server | mean latency | p99 latency | server core busy | client core busy | server CPU µs/req | errors |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	missingP99 := false
 	for _, g := range groups {
 		for _, c := range g.Cells {
 			if c.Summary == nil {
-				fmt.Fprintf(b, "| %s | %s | no result | | | | |\n", g.Name, c.Server)
+				fmt.Fprintf(b, "| %s | %s | no result | | | | | |\n", g.Name, c.Server)
 				continue
 			}
 			s := c.Summary
@@ -365,10 +373,25 @@ func (rep *extReport) detailTable(b *strings.Builder, groups []extGroup) {
 			if len(c.Runs) > 0 && s.ServerUtil.Max > 0 {
 				su, cu = pct(s.ServerUtil.Median), pct(s.ClientUtil.Median)
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d |\n", g.Name, c.Server, humanMicros(s.P99Micros.Median), su, cu, us, s.Errors)
+			avg, p99 := "–", "–"
+			if s.AvgMicros.Median > 0 {
+				avg = humanMicros(s.AvgMicros.Median)
+			}
+			if s.P99Micros.Median > 0 {
+				p99 = humanMicros(s.P99Micros.Median)
+			} else {
+				missingP99 = true
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", g.Name, c.Server, avg, p99, su, cu, us, s.Errors)
 		}
 	}
 	b.WriteString("\n")
+	if missingP99 {
+		b.WriteString("A p99 of – was not reported: with pipelining wrk prints 0 for its upper percentiles, so only its mean is shown.\n\n")
+	}
+	b.WriteString("Latencies are the tools' own (medians over rounds). " +
+		"Core busy is the pinned core's busy time from /proc/stat, every process on it included: a client core near 100% means the client, not the server, set the rate, " +
+		"and then server CPU µs/req (the server process's CPU time per request) is the fairer comparison.\n\n")
 }
 
 func cpuText(cpus []int) string {

@@ -29,11 +29,14 @@ request = function()
 end
 `
 
-// wrkResult is what one wrk run printed.
+// wrkResult is what one wrk run printed. With a pipelining script wrk's
+// percentiles are unreliable: it prints 0.00us for the upper ones (its
+// histogram loses the samples), so a zero percentile means "not reported".
 type wrkResult struct {
 	Requests     int64   `json:"requests"`
 	Seconds      float64 `json:"seconds"`
 	RequestsSec  float64 `json:"requests_per_sec"`
+	AvgMicros    float64 `json:"avg_us"`
 	P50Micros    float64 `json:"p50_us"`
 	P99Micros    float64 `json:"p99_us"`
 	MaxMicros    float64 `json:"max_us"`
@@ -61,9 +64,8 @@ func parseWrk(out string) (wrkResult, error) {
 			}
 			r.RequestsSec, sawRate = v, true
 		case f[0] == "Latency" && len(f) >= 4: // Latency avg stdev max +/-
-			if v, ok := parseWrkDuration(f[3]); ok {
-				r.MaxMicros = v
-			}
+			r.AvgMicros, _ = parseWrkDuration(f[1])
+			r.MaxMicros, _ = parseWrkDuration(f[3])
 		case f[0] == "50%" && len(f) >= 2:
 			r.P50Micros, _ = parseWrkDuration(f[1])
 		case f[0] == "99%" && len(f) >= 2:
