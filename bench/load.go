@@ -264,6 +264,14 @@ type LoadResult struct {
 	// SendLag is how late the open-loop sends were issued (the generator's own
 	// timing error).
 	SendLag *LatencySummary `json:"send_lag,omitempty"`
+	// Rejected counts requests the server refused with a reject frame
+	// ("-REJECT reason retry_after_ms") in the window: answered, but not
+	// goodput, so not in Msgs or Latency. Rejects splits them by reason;
+	// RejectLatency is their latency, measured like Latency.
+	Rejected       int64            `json:"rejected,omitempty"`
+	RejectedPerSec float64          `json:"rejected_per_sec,omitempty"`
+	Rejects        map[string]int64 `json:"rejects,omitempty"`
+	RejectLatency  *LatencySummary  `json:"reject_latency,omitempty"`
 	// Unfinished counts requests still in flight when the window closed; Dropped
 	// counts requests lost with a failed connection.
 	Unfinished int64 `json:"unfinished"`
@@ -369,6 +377,13 @@ func FormatLoadResult(r *LoadResult) string {
 		fmt.Fprintf(&b, "open loop   offered %s/s  intended %d  late %d  missed %d", humanRate(r.OfferedPerSec), r.Intended, r.Late, r.Missed)
 		if r.SendLag != nil {
 			fmt.Fprintf(&b, "  send lag p99 %s max %s", humanMicros(r.SendLag.P99Micros), humanMicros(r.SendLag.MaxMicros))
+		}
+		b.WriteByte('\n')
+	}
+	if r.Rejected > 0 {
+		fmt.Fprintf(&b, "rejected    %s/s  (%d: %v)", humanRate(r.RejectedPerSec), r.Rejected, r.Rejects)
+		if rl := r.RejectLatency; rl != nil {
+			fmt.Fprintf(&b, "  latency p50 %s p99 %s", humanMicros(rl.P50Micros), humanMicros(rl.P99Micros))
 		}
 		b.WriteByte('\n')
 	}

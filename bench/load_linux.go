@@ -158,6 +158,7 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 			respTimeout:  int64(cfg.ResponseTimeout),
 			hist:         NewLatencyHistogram(),
 			lagHist:      NewLatencyHistogram(),
+			rejHist:      NewLatencyHistogram(),
 		}
 	}
 	for i, fd := range fds {
@@ -188,6 +189,8 @@ func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFa
 	errs.add(&dialFail.errs)
 	hists := make([]*hdrhistogram.Histogram, 0, len(workers))
 	lags := make([]*hdrhistogram.Histogram, 0, len(workers))
+	rejs := make([]*hdrhistogram.Histogram, 0, len(workers))
+	var rejects rejectCounts
 	firstErr := dialFail.firstErr
 	for _, w := range workers {
 		res.Msgs += w.msgs
@@ -201,6 +204,11 @@ func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFa
 		errs.add(&w.errs)
 		hists = append(hists, w.hist)
 		lags = append(lags, w.lagHist)
+		rejs = append(rejs, w.rejHist)
+		for i, v := range w.rejects {
+			rejects[i] += v
+			res.Rejected += v
+		}
 		if firstErr == nil {
 			firstErr = w.firstErr
 		}
@@ -213,6 +221,12 @@ func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFa
 	if cfg.OpenLoop() {
 		lag := Summarize(MergeHistograms(lags...))
 		res.SendLag = &lag
+	}
+	if res.Rejected > 0 {
+		res.Rejects = rejects.asMap()
+		res.RejectedPerSec = float64(res.Rejected) / res.WindowSec
+		rl := Summarize(MergeHistograms(rejs...))
+		res.RejectLatency = &rl
 	}
 	res.MsgsPerSec = float64(res.Msgs) / res.WindowSec
 	res.MBPerSec = float64(res.PayloadBytes) / res.WindowSec / 1e6

@@ -102,6 +102,9 @@ type worker struct {
 
 	// Counters of the measured window.
 	msgs, payloadBytes, intended, late, missed int64
+	// Reject frames of the measured window, by reason, and their latency.
+	rejects rejectCounts
+	rejHist *hdrhistogram.Histogram
 	// Counters of the whole run.
 	allMsgs, dropped int64
 	errs             errorCounts
@@ -407,6 +410,12 @@ func (w *worker) consumeFramed(c *conn, data []byte, now int64) {
 			return
 		}
 		r, _ := c.q.pop()
+		if k := rejectReason(payload); k >= 0 { // the server refused the request: not goodput
+			c.seqRecv++
+			w.rejected(c, r, k, now)
+			p += n
+			continue
+		}
 		if err := checkResponse(w.codec, payload, c.seqRecv, int(r.size), w.filler); err != nil {
 			w.fail(c, err)
 			return
@@ -431,6 +440,21 @@ func (w *worker) complete(c *conn, r request, now int64) {
 		w.msgs++
 		w.payloadBytes += int64(r.size)
 		recordNanos(w.hist, now-r.intendedNanos)
+	}
+	if w.closed && now < w.endNanos {
+		c.q.push(request{intendedNanos: now, size: w.nextSize()})
+		c.owed++
+	}
+}
+
+// rejected records a reject frame read at now for request r: counted by
+// reason and timed, not counted as a message; in a closed loop the next
+// request is queued as after a response.
+func (w *worker) rejected(c *conn, r request, k int, now int64) {
+	w.allMsgs++
+	if now >= w.warmEnd && now < w.endNanos {
+		w.rejects[k]++
+		recordNanos(w.rejHist, now-r.intendedNanos)
 	}
 	if w.closed && now < w.endNanos {
 		c.q.push(request{intendedNanos: now, size: w.nextSize()})

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicenet/sluice/admission"
 )
 
 // Engine states.
@@ -49,7 +51,8 @@ type Engine struct {
 	force         atomic.Bool
 	drainDeadline atomic.Int64 // loop clock; 0: none
 
-	pool *pool // worker pool for Config.Pool.Handler; nil without one
+	pool       *pool                    // worker pool for Config.Pool.Handler; nil without one
+	offRejects admission.RejectCounters // Conn.Reject calls from off the loops
 
 	errOnce sync.Once
 	err     error // first loop failure

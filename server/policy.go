@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluicenet/sluice/admission"
 )
@@ -61,6 +62,14 @@ type AdmissionPolicy struct {
 	// with reason "codel". This is what sheds for inline handlers, whose
 	// queue is the socket buffers and the turn itself.
 	ShedOnQueueDelay bool
+
+	// MaxQueueDelay, with ShedOnQueueDelay, refuses a frame whose queueing
+	// delay is above it whatever CoDel says (reason "queue"): CoDel judges
+	// overload once per interval, and a loop that is not yet judged
+	// overloaded would otherwise serve a whole interval's arrivals, however
+	// late. It is the "normal" timeout of adaptive shedding, CoDel's twice
+	// the target the "overloaded" one. Zero: none.
+	MaxQueueDelay time.Duration
 }
 
 // enabled reports whether the policy is on.
@@ -69,10 +78,13 @@ func (p *AdmissionPolicy) enabled() bool { return p.Admitter != nil }
 // validate checks the policy against the engine's loop count.
 func (p *AdmissionPolicy) validate(loops int) error {
 	if p.Admitter == nil {
-		if p.TenantKey != nil || p.Classify != nil || p.CostBytes || p.ShedOnQueueDelay {
+		if p.TenantKey != nil || p.Classify != nil || p.CostBytes || p.ShedOnQueueDelay || p.MaxQueueDelay != 0 {
 			return fmt.Errorf("%w: Policy: options set without an Admitter", ErrInvalidConfig)
 		}
 		return nil
+	}
+	if p.MaxQueueDelay < 0 || p.MaxQueueDelay > 0 && !p.ShedOnQueueDelay {
+		return fmt.Errorf("%w: Policy.MaxQueueDelay = %v: must not be negative and needs ShedOnQueueDelay", ErrInvalidConfig, p.MaxQueueDelay)
 	}
 	if p.Admitter.Loop(loops-1) == nil {
 		return fmt.Errorf("%w: Policy.Admitter has fewer loops than Loops = %d", ErrInvalidConfig, loops)

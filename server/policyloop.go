@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/ioflush"
 	"github.com/sluicenet/sluice/protocol/envelope"
+	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,6 +48,7 @@ type loopPolicy struct {
 	classify  func(*Conn, []byte, *admission.Frame)
 	costBytes bool
 	shedDelay bool
+	maxDelay  int64 // MaxQueueDelay in ns; 0: none
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -91,6 +94,7 @@ func (l *loop) initPolicy() {
 	p.classify = pc.Classify
 	p.costBytes = pc.CostBytes
 	p.shedDelay = pc.ShedOnQueueDelay
+	p.maxDelay = int64(pc.MaxQueueDelay)
 	p.keyBuf = make([]byte, 0, maxTenantKeyBytes)
 }
 
@@ -332,6 +336,10 @@ func (l *loop) admitPolicy(c *Conn, frame []byte) bool {
 			l.refuse(c, frame, v.Reason, v.RetryAfter)
 			return false
 		}
+		if p.maxDelay > 0 && t-p.readySince > p.maxDelay {
+			l.refuse(c, frame, admission.ReasonQueue, time.Duration(p.maxDelay))
+			return false
+		}
 	}
 	return true
 }
@@ -488,6 +496,48 @@ func (c *Conn) FrameClaim() (admission.Claim, bool) {
 	return l.pol.frame.Claim, true
 }
 
+// Reject answers frame with the codec's reject (see RejecterFor) for
+// reason, with a retry-after hint, and counts it by reason in
+// Stats.Admission.Rejects: for refusals the handler decides itself (a
+// concurrency limit, a dependency's circuit breaker). The connection stays
+// open. Off the loop the reject goes through the loop's inbox. Without a
+// Rejecter for the codec it returns ErrRejected and sends nothing; the
+// caller decides whether to close. Other errors are those of Write.
+func (c *Conn) Reject(frame []byte, reason string, retryAfter time.Duration) error {
+	l := c.loop
+	rj := l.rejecter
+	if rj == nil {
+		return ErrRejected
+	}
+	r, err := admission.ParseReason(reason)
+	if err != nil {
+		r = admission.ReasonNone
+	}
+	if l.onLoop() {
+		l.pol.rejects[r]++
+		if l.pol.on {
+			l.pol.lp.Count(r)
+		}
+		l.st[cRejects]++
+		l.pol.rejBuf = rj.AppendReject(l.pol.rejBuf[:0], frame, reason, retryAfter)
+		return l.writeCopy(c, l.pol.rejBuf)
+	}
+	l.e.offRejects.Inc(r)
+	if a := l.cfg.Policy.Admitter; a != nil {
+		a.Count(r)
+	}
+	if err := c.precheck(); err != nil {
+		return err
+	}
+	bb := bytebufferpool.Get()
+	bb.B = rj.AppendReject(bb.B[:0], frame, reason, retryAfter)
+	err = l.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen, seg: ioflush.Segment{Buf: bb.B, Pooled: bb}})
+	if err != nil {
+		bytebufferpool.Put(bb)
+	}
+	return err
+}
+
 // AdmissionStats is the engine's admission snapshot: the refusals it
 // carried out by reason, the listener's accept queue, the worker pool, and
 // the Admitter's own state when a Policy is set.
@@ -540,6 +590,7 @@ func (e *Engine) admissionStats(queuedBytes int64) (AdmissionStats, uint64) {
 		s.Pool = e.pool.stats()
 		s.Rejects = s.Rejects.Add(s.Pool.Rejects)
 	}
+	s.Rejects = s.Rejects.Add(e.offRejects.Snapshot())
 	if a := e.cfg.Policy.Admitter; a != nil {
 		s.Enabled = true
 		s.Policy = a.Stats()

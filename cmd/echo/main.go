@@ -12,6 +12,18 @@
 // and /debug/sluice there (package server/admin) and prints
 // "admin on http://HOST:PORT" on stderr. Logs go to stderr, rate-limited
 // per message (internal/ratelog).
+//
+// Overload: -work 200us burns that much CPU per frame (on the loop, or on
+// the engine's worker pool with -work-mode pool), so that overload can be
+// produced on a small machine; -shed turns on CoDel on each frame's queueing
+// delay; -max-queued-bytes, -max-inflight, -budget-conns and -memory-limit
+// are the global budgets whose maximum pressure drives the listen gate
+// (-gate-high, -gate-low, -gate-dwell); -tenant-rate and -tenant-burst are
+// per-peer-IP quotas; -concurrency caps the work in progress;
+// -backlog-reject answers new connections with a reject when the kernel
+// accept queue is nearly full. Refusals reach the client in its protocol:
+// "-REJECT reason retry_after_ms" as a length-prefixed or line frame, 429 or
+// 503 with Retry-After over HTTP.
 package main
 
 import (
@@ -61,6 +73,8 @@ func run(args []string) error {
 	fs.IntVar(&cfg.FlushBudgetBytes, "flush-budget", 0, "bytes written per connection per flush (0: default)")
 	printStats := fs.Bool("print-stats", false, "print the engine's counters as JSON on stderr after shutdown")
 	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
+	var ov overloadFlags
+	ov.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -92,6 +106,10 @@ func run(args []string) error {
 		}
 		cfg.Codec = codec
 	}
+	handler, admSource, err := ov.apply(&cfg, handler, *codecName)
+	if err != nil {
+		return err
+	}
 	logh, err := ratelog.New(slog.NewTextHandler(os.Stderr, nil), ratelog.Options{Burst: 5, Interval: 10 * time.Second})
 	if err != nil {
 		return err
@@ -110,7 +128,7 @@ func run(args []string) error {
 		return err
 	}
 	if *adminAddr != "" {
-		adm, err := admin.New(*adminAddr, admin.Config{Stats: e, Logger: cfg.Logger, Metrics: metrics.Options{Logs: logh}})
+		adm, err := admin.New(*adminAddr, admin.Config{Stats: e, Logger: cfg.Logger, Metrics: metrics.Options{Logs: logh, Admission: admSource}})
 		if err != nil {
 			_ = e.Shutdown(context.Background())
 			return fmt.Errorf("-admin-addr: %w", err)

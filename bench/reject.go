@@ -1,0 +1,55 @@
+package bench
+
+import "bytes"
+
+// rejectPrefix starts a reject frame of sluice's framed codecs
+// ("-REJECT reason retry_after_ms"; server.AppendRejectText). The generator
+// keeps its own copy rather than import the server it measures. An echo of
+// a generator request never starts with it: payloads are a sequence number
+// and 'x' filler.
+const rejectPrefix = "-REJECT "
+
+// knownReasons are the refusal reasons counted by name; others count as
+// "other".
+var knownReasons = [...]string{"global", "tenant", "concurrency", "queue", "codel", "cpu", "memory", "draining"}
+
+// numRejectKinds is knownReasons plus "other".
+const numRejectKinds = len(knownReasons) + 1
+
+// rejectCounts counts reject frames by reason.
+type rejectCounts [numRejectKinds]int64
+
+// rejectReason returns the index of a reject frame's reason in
+// rejectCounts, or -1 when payload is not a reject frame. It does not
+// allocate.
+func rejectReason(payload []byte) int {
+	if !bytes.HasPrefix(payload, []byte(rejectPrefix)) {
+		return -1
+	}
+	rest := payload[len(rejectPrefix):]
+	if i := bytes.IndexByte(rest, ' '); i >= 0 {
+		rest = rest[:i]
+	}
+	for k, r := range knownReasons {
+		if string(rest) == r {
+			return k
+		}
+	}
+	return len(knownReasons)
+}
+
+// asMap returns the non-zero counts by reason name.
+func (c *rejectCounts) asMap() map[string]int64 {
+	m := map[string]int64{}
+	for i, v := range c {
+		if v == 0 {
+			continue
+		}
+		name := "other"
+		if i < len(knownReasons) {
+			name = knownReasons[i]
+		}
+		m[name] += v
+	}
+	return m
+}
