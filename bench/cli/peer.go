@@ -17,8 +17,9 @@ func runPeer(ctx context.Context, args []string) error {
 	codec := fs.String("codec", "length", "codec of the echo peers: raw, length or line")
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (port 0 picks a free port)")
 	loops := fs.Int("loops", 0, "event loops of the gnet and trivial servers (0: GOMAXPROCS)")
+	work := fs.Duration("work", 0, "simulated CPU cost per frame of the gnet and net echo peers (a busy loop, like cmd/echo -work)")
 	_ = fs.Parse(args)
-	cfg := peers.Config{Kind: peers.Kind(*kind), Codec: *codec, Addr: *addr, Loops: *loops}
+	cfg := peers.Config{Kind: peers.Kind(*kind), Codec: *codec, Addr: *addr, Loops: *loops, Work: *work}
 	done := make(chan error, 1)
 	go func() {
 		done <- peers.Serve(ctx, cfg, func(a net.Addr) { fmt.Printf("listening on %s\n", a) })

@@ -20,6 +20,7 @@ type gnetEcho struct {
 	gnet.BuiltinEventEngine
 	codec protocol.Codec
 	isRaw bool
+	work  time.Duration
 	ready func(net.Addr)
 	addr  net.Addr
 	eng   gnet.Engine
@@ -40,6 +41,7 @@ func (h *gnetEcho) OnTraffic(c gnet.Conn) gnet.Action {
 	if h.isRaw {
 		buf, _ := c.Next(-1)
 		if len(buf) > 0 {
+			spin(h.work)
 			if _, err := c.Write(buf); err != nil {
 				return gnet.Close
 			}
@@ -48,7 +50,7 @@ func (h *gnetEcho) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	in, _ := c.Peek(-1)
 	bp := h.out.Get().(*[]byte)
-	out, used, err := echoFrames(h.codec, in, (*bp)[:0])
+	out, used, err := echoFrames(h.codec, in, (*bp)[:0], h.work)
 	if used > 0 {
 		_, _ = c.Discard(used)
 	}
@@ -77,7 +79,7 @@ func serveGnet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool
 	if err != nil {
 		return err
 	}
-	h := &gnetEcho{codec: codec, isRaw: isRaw, ready: ready, addr: tcpAddr, boot: make(chan struct{})}
+	h := &gnetEcho{codec: codec, isRaw: isRaw, work: cfg.Work, ready: ready, addr: tcpAddr, boot: make(chan struct{})}
 	h.out.New = func() any { b := make([]byte, 0, 64<<10); return &b }
 	done := make(chan struct{})
 	go func() {

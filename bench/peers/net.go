@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/sluicenet/sluice/protocol"
 )
@@ -59,7 +60,7 @@ func serveNet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			netEcho(c, codec, isRaw)
+			netEcho(c, codec, isRaw, cfg.Work)
 			_ = c.Close()
 			mu.Lock()
 			delete(conns, c)
@@ -69,12 +70,13 @@ func serveNet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool,
 }
 
 // netEcho echoes one connection until it fails or closes.
-func netEcho(c net.Conn, codec protocol.Codec, isRaw bool) {
+func netEcho(c net.Conn, codec protocol.Codec, isRaw bool, work time.Duration) {
 	buf := make([]byte, netReadBufferBytes)
 	if isRaw {
 		for {
 			n, err := c.Read(buf)
 			if n > 0 {
+				spin(work)
 				if _, werr := c.Write(buf[:n]); werr != nil {
 					return
 				}
@@ -99,7 +101,7 @@ func netEcho(c net.Conn, codec protocol.Codec, isRaw bool) {
 		filled += n
 		var used int
 		var derr error
-		out, used, derr = echoFrames(codec, buf[:filled], out[:0])
+		out, used, derr = echoFrames(codec, buf[:filled], out[:0], work)
 		if len(out) > 0 {
 			if _, werr := c.Write(out); werr != nil {
 				return

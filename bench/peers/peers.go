@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/sluicenet/sluice/protocol"
 )
@@ -39,6 +40,11 @@ type Config struct {
 	// Loops is the number of event loops of the gnet and trivial servers;
 	// zero means runtime.GOMAXPROCS(0). The net server has no loops of its own.
 	Loops int
+	// Work is simulated CPU cost per frame (per read with the raw codec): a
+	// busy loop before the echo, the same as cmd/echo -work, so that every
+	// server does the same work per request. The trivial and HTTP peers
+	// ignore it.
+	Work time.Duration
 }
 
 // Serve runs the server cfg describes until ctx is done, calling ready once
@@ -92,10 +98,20 @@ func resolvePort(addr string) (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(p)), nil
 }
 
-// echoFrames decodes every complete frame at the start of in, appends its
-// encoded echo to out, and returns out and the bytes consumed. err is the
-// codec's: the stream can never become valid.
-func echoFrames(codec protocol.Codec, in, out []byte) ([]byte, int, error) {
+// spin burns CPU for d: a busy loop on the monotonic clock, as cmd/echo's
+// -work does.
+func spin(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	for t0 := time.Now(); time.Since(t0) < d; {
+	}
+}
+
+// echoFrames decodes every complete frame at the start of in, spins work for
+// each, appends its encoded echo to out, and returns out and the bytes
+// consumed. err is the codec's: the stream can never become valid.
+func echoFrames(codec protocol.Codec, in, out []byte, work time.Duration) ([]byte, int, error) {
 	p := 0
 	for p < len(in) {
 		frame, n, err := codec.Decode(in[p:])
@@ -105,6 +121,7 @@ func echoFrames(codec protocol.Codec, in, out []byte) ([]byte, int, error) {
 		if n == 0 {
 			break
 		}
+		spin(work)
 		out = codec.AppendEncode(out, frame)
 		p += n
 	}
