@@ -81,11 +81,15 @@ func runExternal(ctx context.Context, args []string) error {
 	out := fs.String("out", "docs/bench", "directory for external.json and external.md")
 	doc := fs.String("doc", "docs/BENCHMARKS.md", "markdown file whose external section is replaced (appended when missing; empty: none)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON on stdout and no progress")
+	from := fs.String("from", "", "re-render external.md and the doc section from this saved external.json instead of running")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench external [flags]\n\nA quick run: bench external -rounds 1 -warmup 0 -duration 1s -requests 50000 -out /tmp/ext -doc ''\n\n")
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(args)
+	if *from != "" {
+		return renderExternal(*from, *out, *doc)
+	}
 	cfg := extConfig{
 		Parts: splitList(*parts), HTTPServers: splitList(*httpServers), RedisServers: splitList(*redisServers),
 		Rounds: *rounds, Warmup: *warmup, Duration: *duration, Requests: *requests,
@@ -125,6 +129,23 @@ func runExternal(ctx context.Context, args []string) error {
 		}
 	}
 	return errors.Join(runErr, werr)
+}
+
+// renderExternal re-renders a saved report.
+func renderExternal(from, out, doc string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	var rep extReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("sluice: bench external: %s: %w", from, err)
+	}
+	written, err := writeExternal(&rep, out, doc)
+	for _, p := range written {
+		fmt.Fprintln(os.Stderr, "wrote", p)
+	}
+	return err
 }
 
 func splitList(s string) []string {

@@ -273,6 +273,17 @@ func TestExternalEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), extDocBegin) || !strings.Contains(string(b), "| test |") {
 		t.Errorf("doc section: %v\n%s", err, b)
 	}
+	// Re-rendering the saved JSON gives the same section.
+	doc2 := filepath.Join(dir, "B2.md")
+	if err := os.WriteFile(doc2, []byte("# Benchmarks\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := renderExternal(filepath.Join(dir, externalJSON), filepath.Join(dir, "re"), doc2); err != nil {
+		t.Fatal(err)
+	}
+	if b2, err := os.ReadFile(doc2); err != nil || string(b2) != string(b) {
+		t.Errorf("re-rendered doc differs: %v\n%s", err, b2)
+	}
 	t.Logf("\n%s", rep.markdown())
 }
 
