@@ -208,23 +208,43 @@ func plainDecimal(v []byte) (int64, bool) {
 	return n, true
 }
 
-// AppendReject appends the response to a request admission refused: 429 Too
-// Many Requests when the client is over its quota (reason "tenant"), 503
-// Service Unavailable otherwise, with Retry-After rounded up to whole
-// seconds and Date from Clock. The connection stays open when the request
+// Refusal reasons of the engine's idempotency check, which are not
+// admission.Reason values (see rejectStatus).
+const (
+	reasonInProgress = "in_progress"
+	reasonMismatch   = "mismatch"
+)
+
+// rejectStatus maps a refusal reason to its HTTP status: 429 for a tenant
+// over its quota, 409 Conflict for an idempotency key whose request is
+// still running, 422 Unprocessable Content for a key reused with another
+// payload (the statuses of the IETF Idempotency-Key draft, as
+// admission.ClaimState.HTTPStatus), 503 for everything else.
+func rejectStatus(reason string) int {
+	switch reason {
+	case reasonInProgress:
+		return 409
+	case reasonMismatch:
+		return 422
+	}
+	if r, err := admission.ParseReason(reason); err == nil && r.HTTPStatus() == 429 {
+		return 429
+	}
+	return 503
+}
+
+// AppendReject appends the response to a request admission refused, with
+// the status of rejectStatus: 429 Too Many Requests when the client is over
+// its quota (reason "tenant"), 503 Service Unavailable for overload, 409 or
+// 422 for the idempotency refusals; Retry-After (except on 422) rounded up
+// to whole seconds, and Date from Clock. The connection stays open when the request
 // asked for keep-alive; a HEAD request gets the head only. A frame that does
 // not parse (a framing error passed through) is answered with
 // "Connection: close", though the engine keeps reading: admitters should
 // admit such frames so that the handler answers 400 and closes. It does not
 // allocate when dst has room.
 func (c Codec) AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte {
-	status := 503
-	if r, err := admission.ParseReason(reason); err == nil {
-		status = r.HTTPStatus()
-		if status < 400 {
-			status = 503
-		}
-	}
+	status := rejectStatus(reason)
 	s := getScratch()
 	defer putScratch(s)
 	now := s.clock(frame, c.Clock)
@@ -234,7 +254,11 @@ func (c Codec) AppendReject(dst, frame []byte, reason string, retryAfter time.Du
 	http10 := err == nil && n == len(frame) && s.req.ProtoMinor == 0
 	s.req.Reset()
 	start := len(dst)
-	dst = http1.AppendRetryAfter(dst, status, retryAfter, keepAlive, s.dates.Value(now))
+	if status == 422 { // nothing to wait for: the same request will never succeed
+		dst = http1.AppendError(dst, status, keepAlive, s.dates.Value(now))
+	} else {
+		dst = http1.AppendRetryAfter(dst, status, retryAfter, keepAlive, s.dates.Value(now))
+	}
 	if keepAlive && http10 {
 		dst = insertAfterStatusLine(dst, start, "Connection: keep-alive\r\n")
 	}

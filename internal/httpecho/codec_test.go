@@ -198,6 +198,12 @@ func TestAppendReject(t *testing.T) {
 			resp("429 Too Many Requests", "Content-Type: "+text("18")+"\r\nRetry-After: 1\r\nConnection: close\r\n", "Too Many Requests\n")},
 		{"HTTP/1.0 keep-alive", "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "tenant", time.Second,
 			"HTTP/1.1 429 Too Many Requests\r\nConnection: keep-alive\r\nServer: sluice\r\nDate: " + date0 + "\r\nContent-Type: " + text("18") + "\r\nRetry-After: 1\r\n\r\nToo Many Requests\n"},
+		{"in progress", wrkRequest, "in_progress", 2 * time.Second,
+			resp("409 ", "Content-Type: "+text("1")+"\r\nRetry-After: 2\r\n", "\n")},
+		{"mismatch", wrkRequest, "mismatch", 0,
+			resp("422 ", "Content-Type: "+text("1")+"\r\n", "\n")},
+		{"no frame (a connection refused at accept)", "", "global", 100 * time.Millisecond,
+			resp("503 Service Unavailable", "Content-Type: "+text("20")+"\r\nRetry-After: 1\r\nConnection: close\r\n", "Service Unavailable\n")},
 		{"garbage", "\x16\x03\x01", "tenant", time.Second,
 			resp("429 Too Many Requests", "Content-Type: "+text("18")+"\r\nRetry-After: 1\r\nConnection: close\r\n", "Too Many Requests\n")},
 	}
