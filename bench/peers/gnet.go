@@ -82,7 +82,9 @@ func serveGnet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool
 	h := &gnetEcho{codec: codec, isRaw: isRaw, work: cfg.Work, ready: ready, addr: tcpAddr, boot: make(chan struct{})}
 	h.out.New = func() any { b := make([]byte, 0, 64<<10); return &b }
 	done := make(chan struct{})
+	stopped := make(chan struct{}) // the stopper has returned (Engine.Stop polls for up to 500 ms)
 	go func() {
+		defer close(stopped)
 		select {
 		case <-ctx.Done():
 			select {
@@ -102,6 +104,7 @@ func serveGnet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool
 		gnet.WithLogLevel(logging.ErrorLevel),
 	)
 	close(done)
+	<-stopped
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -116,7 +116,9 @@ func serveGnetHTTP(ctx context.Context, cfg Config, ready func(net.Addr)) error 
 	g := &gnetHTTP{codec: codec, h: httpecho.NewHandler(codec), ready: ready, addr: tcpAddr, boot: make(chan struct{})}
 	g.out.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	done := make(chan struct{})
+	stopped := make(chan struct{}) // the stopper has returned (Engine.Stop polls for up to 500 ms)
 	go func() {
+		defer close(stopped)
 		select {
 		case <-ctx.Done():
 			select {
@@ -136,6 +138,7 @@ func serveGnetHTTP(ctx context.Context, cfg Config, ready func(net.Addr)) error 
 		gnet.WithLogLevel(logging.ErrorLevel),
 	)
 	close(done)
+	<-stopped
 	if ctx.Err() != nil {
 		return nil
 	}
