@@ -107,7 +107,13 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 
 // wantListen reports whether this loop's listener should be in epoll.
 func (l *loop) wantListen() bool {
-	return l.lfd >= 0 && !l.draining && l.fdPausedUntil == 0 && l.e.gate.Load() == 0
+	if l.lfd < 0 || l.draining || l.fdPausedUntil != 0 {
+		return false
+	}
+	g := l.e.gate.Load()
+	// A policy gate in GateRejecting keeps accepting (to reject) even at
+	// MaxConns: refusing explicitly is the point of that state.
+	return g == 0 || l.pol.rejecting && g&^(gateMaxConns|gateAdmission) == 0
 }
 
 // setListening adds the listener to epoll or takes it out (the gate

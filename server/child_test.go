@@ -42,9 +42,17 @@ func runChild(role string) int {
 	var addr string
 	var netConns atomic.Int64 // netserve: connections accepted
 	switch role {
-	case "emfile", "serve":
+	case "emfile", "serve", "emfile-policy":
 		var err error
-		e, err = New(Config{Loops: 1, AcceptRetryDelay: 100 * time.Millisecond}, HandlerFuncs{
+		cfg := Config{Loops: 1, AcceptRetryDelay: 100 * time.Millisecond}
+		if role == "emfile-policy" { // the admission gate pauses too (TestEMFILEPolicy)
+			cfg.Policy, err = childPolicy()
+			if err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+		}
+		e, err = New(cfg, HandlerFuncs{
 			Frame: func(c *Conn, frame []byte) Action {
 				c.Write(frame)
 				return None
@@ -58,7 +66,7 @@ func runChild(role string) int {
 			return 1
 		}
 		addr = e.Addr().String()
-		if role == "emfile" {
+		if role != "serve" {
 			rssBytes() // opens a file: initialises the runtime's poller (two fds) while fds are plentiful
 			fds, _ := os.ReadDir("/proc/self/fd")
 			limit := uint64(len(fds) + 4) // room for a few connections, then EMFILE

@@ -29,7 +29,9 @@ import (
 //     (ConnBudgets.Check): a connection above its Max is closed with
 //     ErrShed, one above its High stops being read until its Low.
 //
-// The Admitter must have been built with at least Config.Loops loops, and
+// An Admitter belongs to one engine: Shutdown sets it draining (new frames
+// are refused with reason "draining" while admitted ones finish) and leaves
+// it so. The Admitter must have been built with at least Config.Loops loops, and
 // its tenant quota and idempotency store must not block: they are called on
 // the loop (the in-memory TenantLimiter and MemoryStore do not block; a
 // Redis-backed limiter or store belongs in a worker, not here).

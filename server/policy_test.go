@@ -671,3 +671,211 @@ func TestPoolShutdownDrains(t *testing.T) {
 		t.Fatalf("replies before the close: %q", got)
 	}
 }
+
+// childPolicy is the admission policy of the "emfile-policy" child.
+func childPolicy() (AdmissionPolicy, error) {
+	adm, err := admission.NewAdmitter(admission.Config{Loops: 1, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1},
+		Gate: admission.GateConfig{FDPause: 100 * time.Millisecond}})
+	return AdmissionPolicy{Admitter: adm}, err
+}
+
+// TestEMFILEPolicy: with an admission policy, EMFILE under a lowered
+// RLIMIT_NOFILE (in a child process) pauses the policy's gate for its
+// FDPause, every loop's listener leaves epoll, CPU stays low, and the
+// waiting connections are served once fds are free.
+func TestEMFILEPolicy(t *testing.T) {
+	ch := startChild(t, "emfile-policy")
+	const total = 10
+	var conns []net.Conn
+	for i := 0; i < total; i++ {
+		c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	var r0 childReport
+	waitUntil(t, 10*time.Second, "policy gate paused", func() bool {
+		r0 = ch.report(t, "")
+		return r0.Stats.Admission.Gate.Pauses > 0
+	})
+	accepted := r0.Stats.Accepted
+	if accepted == 0 || accepted >= total {
+		t.Fatalf("accepted %d of %d under the lowered limit", accepted, total)
+	}
+	const window = time.Second
+	time.Sleep(window)
+	r1 := ch.report(t, "")
+	cpu := time.Duration(r1.CPUNanos - r0.CPUNanos)
+	g := r1.Stats.Admission.Gate
+	t.Logf("over %v at EMFILE: child CPU %v; policy gate %+v; engine accept pauses %d", window, cpu, g, r1.Stats.AcceptPauses)
+	if cpu > window/4 {
+		t.Errorf("child used %v CPU in %v at EMFILE", cpu, window)
+	}
+	// each pause ends after 100 ms and the next accept fails again: a
+	// bounded number of pauses, not a spin
+	if g.Pauses > uint64(2*window/(100*time.Millisecond))+5 {
+		t.Errorf("%d policy pauses in about %v", g.Pauses, window)
+	}
+	for _, c := range conns[:accepted] {
+		c.Close()
+	}
+	rest := conns[accepted:]
+	for len(rest) > 0 {
+		batch := rest[:min(int(accepted), len(rest))]
+		for i, c := range batch {
+			if err := echoOnce(c, fmt.Sprint("late ", i)); err != nil {
+				t.Fatalf("waiting connection after fds were freed: %v", err)
+			}
+		}
+		for _, c := range batch {
+			c.Close()
+		}
+		rest = rest[len(batch):]
+	}
+	r2 := waitReport(t, ch, "gate open and all accepted", func(r childReport) bool {
+		return r.Stats.Accepted >= total && r.Stats.Admission.Gate.State == admission.GateOpen
+	})
+	if r2.Stats.Admission.Gate.Opens == 0 {
+		t.Errorf("policy gate never reopened: %+v", r2.Stats.Admission.Gate)
+	}
+}
+
+// waitReport polls the child until cond holds.
+func waitReport(t *testing.T, ch *child, what string, cond func(childReport) bool) childReport {
+	t.Helper()
+	var r childReport
+	waitUntil(t, 10*time.Second, what, func() bool {
+		r = ch.report(t, "")
+		return cond(r)
+	})
+	return r
+}
+
+// TestBacklogReject: with RejectBacklogAbove, a gate closed at its budget
+// whose accept queue fills switches to GateRejecting: new connections are
+// accepted and answered at once with a reject and a close, instead of
+// waiting in (or being dropped by) the kernel's queue.
+func TestBacklogReject(t *testing.T) {
+	adm := newAdmitter(t, admission.Config{
+		Loops:          1,
+		Budgets:        admission.GlobalBudgets{MaxConns: 2, MemoryLimitBytes: -1},
+		Gate:           admission.GateConfig{Watermark: admission.Watermark{High: 1, Low: 0.5, MinDwell: time.Second}, RejectBacklogAbove: 0.25},
+		SampleInterval: time.Millisecond,
+	})
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, MaxConns: 2, MaxConnsLow: 1, Backlog: 8,
+		Policy: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+	for i := 0; i < 2; i++ {
+		c := dialLine(t, e.Addr().String(), nil)
+		fmt.Fprintf(c, "hi\n")
+		if got := c.line(t); got != "hi" {
+			t.Fatalf("served connection %d: %q", i, got)
+		}
+	}
+	waitStats(t, e, "gate closed", func(s Stats) bool { return !s.GateOpen })
+	var rejected, waiting int
+	for i := 0; i < 12; i++ {
+		c := dialLine(t, e.Addr().String(), nil)
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		line, err := c.r.ReadString('\n')
+		switch reason, retry, ok := ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); {
+		case err == nil && ok && reason == "global" && retry > 0:
+			rejected++
+			if _, err := c.r.ReadString('\n'); err != io.EOF {
+				t.Errorf("after the reject: %v, want end of file", err)
+			}
+		case err != nil:
+			waiting++ // in the kernel's queue, below the reject threshold
+		default:
+			t.Fatalf("connection %d: %q", i, line)
+		}
+	}
+	// a connection that gave up waiting may still be rejected afterwards
+	s := waitStats(t, e, "backlog rejects counted", func(s Stats) bool { return s.Admission.BacklogRejects >= uint64(rejected) })
+	t.Logf("rejected %d, waiting %d; policy gate %+v", rejected, waiting, s.Admission.Gate)
+	if rejected == 0 || s.Admission.Gate.Rejecting == 0 {
+		t.Errorf("no connection rejected while the accept queue was full")
+	}
+	if s.Accepted != 2 || s.ConnsOpen != 2 {
+		t.Errorf("accepted %d, open %d; want the budget (2)", s.Accepted, s.ConnsOpen)
+	}
+}
+
+// allocPolicy is an admission policy with every per-frame step on: a tenant
+// quota that admits everything, CoDel on queueing delay, the queueing-delay
+// cap, per-connection pipelining.
+func allocPolicy(t testing.TB) AdmissionPolicy {
+	tl, err := admission.NewTenantLimiter(admission.TenantConfig{Quota: admission.Quota{Count: 1 << 29, Per: time.Second, Burst: 1 << 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Conn: admission.ConnBudgets{MaxPipelinedReqs: 64},
+		Budgets: admission.GlobalBudgets{MaxQueuedBytes: 1 << 30, MemoryLimitBytes: -1},
+		CoDel:   &admission.CoDelConfig{}})
+	return AdmissionPolicy{Admitter: adm, ShedOnQueueDelay: true, MaxQueueDelay: time.Second}
+}
+
+// TestEchoZeroAllocsPolicy: the echo path with the admission policy on
+// (global flags, GCRA tenant charge, connection queue, CoDel with a clock
+// read per frame) allocates nothing in the steady state.
+func TestEchoZeroAllocsPolicy(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's bookkeeping allocates")
+	}
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), MaxQueuedBytes: 1 << 30, Policy: allocPolicy(t)}, echoHandlerAlloc)
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	out := pipelined(16, 64)
+	in := make([]byte, len(out))
+	round := func() {
+		if _, err := c.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		round()
+	}
+	if a := testing.AllocsPerRun(500, round); a != 0 {
+		t.Errorf("%.2f allocations per round trip of 16 messages with the policy on, want 0", a)
+	}
+	if s := e.Stats(); s.Rejects != 0 || s.Admission.Policy.Decisions[admission.ReasonNone] == 0 {
+		t.Errorf("rejects %d, admitted %d", s.Rejects, s.Admission.Policy.Decisions[admission.ReasonNone])
+	}
+}
+
+// BenchmarkEchoPolicy is BenchmarkEcho's one-connection case with the
+// admission policy on, for the per-frame cost of admission.
+func BenchmarkEchoPolicy(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "policy=off"
+		if on {
+			name = "policy=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := Config{Loops: 1, Codec: protocolLength()}
+			if on { // a fresh Admitter per engine: Shutdown leaves one draining
+				cfg.Policy = allocPolicy(b)
+			}
+			e := start(b, cfg, echoHandlerAlloc)
+			c := dial(b, e)
+			const depth, size = 16, 64
+			out := pipelined(depth, size)
+			in := make([]byte, len(out))
+			b.ReportAllocs()
+			b.SetBytes(size)
+			b.ResetTimer()
+			for r := 0; r < (b.N+depth-1)/depth; r++ {
+				if _, err := c.Write(out); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -49,7 +49,7 @@ type overloadFlags struct {
 func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&o.maxQueuedBytes, "max-queued-bytes", 0, "global budget on queued bytes (input + output, all connections): reading stops for connections that do not read, frames are refused with reason global, and the gate closes at its watermark (0: none)")
 	fs.Int64Var(&o.maxInflight, "max-inflight", 0, "global budget on requests in the worker pool; frames past it are refused with reason global (0: none)")
-	fs.Int64Var(&o.budgetConns, "budget-conns", 0, "connection budget of the admission gate, with hysteresis (-gate-high/-gate-low/-gate-dwell) on the maximum normalised pressure; -max-conns is the engine's hard cap (0: none)")
+	fs.Int64Var(&o.budgetConns, "budget-conns", 0, "connection budget of the admission gate, with hysteresis (-gate-high/-gate-low/-gate-dwell) on the maximum normalised pressure; unless -max-conns is set it is also the engine's exact cap at accept time (0: none)")
 	fs.Int64Var(&o.memoryLimit, "memory-limit", 0, "memory budget in bytes for the gate and for refusals with reason memory (0: GOMEMLIMIT when set, <0: none)")
 	fs.Float64Var(&o.gateHigh, "gate-high", 0.95, "listen gate: close when the maximum normalised pressure of the global budgets reaches this")
 	fs.Float64Var(&o.gateLow, "gate-low", 0.80, "listen gate: reopen when the pressure has stayed at or below this for -gate-dwell")
@@ -95,6 +95,14 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 		return nil, nil, fmt.Errorf("-work %v: must not be negative", o.work)
 	}
 	cfg.MaxQueuedBytes = int(o.maxQueuedBytes)
+	if o.budgetConns > 0 && cfg.MaxConns == 0 {
+		// The policy samples its pressure (every 10 ms at most), so with a
+		// deep accept queue a reopened gate could accept far past the
+		// budget before it closes again; the engine's MaxConns caps the
+		// count exactly at accept time, and the policy adds the dwell.
+		cfg.MaxConns = int(o.budgetConns)
+		cfg.MaxConnsLow = min(cfg.MaxConns-1, max(0, int(o.gateLow*float64(o.budgetConns))))
+	}
 	cfg.MaxFramesPerTurn = o.maxFrames
 	cfg.Backlog = o.backlog
 	var conc *admission.Concurrency
