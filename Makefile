@@ -52,5 +52,5 @@ bench:
 
 ## bench-external: redis-benchmark and wrk against sluice and the peers.
 bench-external:
-	command -v redis-server >/dev/null && command -v wrk >/dev/null || (apt-get update && apt-get install -y redis-server redis-tools wrk)
+	command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null && command -v wrk >/dev/null || (apt-get update && apt-get install -y redis-server redis-tools wrk)
 	$(GO) run ./cmd/bench external $(ARGS)

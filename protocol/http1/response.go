@@ -38,6 +38,8 @@ func StatusText(status int) string {
 		return "Method Not Allowed"
 	case 408:
 		return "Request Timeout"
+	case 409:
+		return "Conflict"
 	case 411:
 		return "Length Required"
 	case 413:
@@ -48,6 +50,8 @@ func StatusText(status int) string {
 		return "Unsupported Media Type"
 	case 417:
 		return "Expectation Failed"
+	case 422:
+		return "Unprocessable Content"
 	case 429:
 		return "Too Many Requests"
 	case 431:
