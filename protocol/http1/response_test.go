@@ -171,11 +171,11 @@ func TestDateCache(t *testing.T) {
 }
 
 func TestStatusText(t *testing.T) {
-	// RFC 9110 renamed 413 and 414; net/http keeps the RFC 7231 names.
-	if http1.StatusText(413) != "Content Too Large" || http1.StatusText(414) != "URI Too Long" || http1.StatusText(299) != "" {
+	// RFC 9110 renamed 413, 414 and 422; net/http keeps the RFC 7231 names.
+	if http1.StatusText(413) != "Content Too Large" || http1.StatusText(414) != "URI Too Long" || http1.StatusText(422) != "Unprocessable Content" || http1.StatusText(299) != "" {
 		t.Error("RFC 9110 reason phrases")
 	}
-	for _, s := range []int{200, 204, 304, 400, 404, 409, 411, 417, 422, 429, 431, 500, 501, 503, 505} {
+	for _, s := range []int{200, 204, 304, 400, 404, 409, 411, 417, 429, 431, 500, 501, 503, 505} {
 		if http1.StatusText(s) != http.StatusText(s) {
 			t.Errorf("StatusText(%d) = %q; net/http says %q", s, http1.StatusText(s), http.StatusText(s))
 		}
