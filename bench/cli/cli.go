@@ -40,6 +40,12 @@ func Main(args []string) int {
 		err = runPeer(ctx, args[1:])
 	case "external":
 		err = runExternal(ctx, args[1:])
+	case "overload":
+		err = runOverload(ctx, args[1:])
+	case "connflood":
+		err = runConnFlood(ctx, args[1:])
+	case "peerflood":
+		err = runPeerFlood(ctx, args[1:])
 	case "render":
 		err = runRender(args[1:])
 	case "-h", "-help", "--help", "help":
@@ -66,6 +72,9 @@ commands:
   peer      run a peer server: gnet, net, or trivial (for the generator's ceiling); gnet-http, nethttp
   render    re-render report.md and the charts from a saved report.json
   external  redis-benchmark (redis-server vs sluice kv) and wrk (sluice HTTP vs gnet vs net/http)
+  overload  goodput at 5× capacity, memory under non-reading peers, the listen gate, full accept queues
+  connflood open connections at a rate and record how each ended (overload's child)
+  peerflood peers that send and never read (overload's child)
 
 "bench <command> -h" lists a command's flags.
 `)
