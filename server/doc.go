@@ -7,13 +7,15 @@
 // lifetimes, input buffering and framing through a protocol.Codec, the
 // out-queues and their flushing through ioflush, per-connection deadlines,
 // the loop inbox for calls from other goroutines, graceful shutdown, and the
-// per-loop counters behind Engine.Stats. It refuses to own policy: how many
-// connections or requests are too many, which tenant pays, when to shed.
-// Those are questions it asks through small seams (Config.MaxConns with its
-// watermarks, FrameAdmitter, the gate's pause/resume mechanism) and the
-// admission package answers. It also refuses to own protocols (codecs are
-// values from package protocol) and blocking work (handlers run on the
-// loop and must not block).
+// per-loop counters behind Engine.Stats, and the mechanism that carries out
+// admission decisions: refusing a frame with an in-protocol reject, taking
+// the listener out of epoll, pausing reads, a bounded worker pool for
+// handlers that block. It refuses to own policy: how many connections or
+// requests are too many, which tenant pays, when to shed. Those are
+// questions it asks through small seams (Config.Policy with an
+// admission.Admitter, Config.MaxConns with its watermarks, FrameAdmitter)
+// and the admission package answers. It also refuses to own protocols
+// (codecs are values from package protocol).
 //
 // Usage sketch:
 //
@@ -107,6 +109,32 @@
 // MaxAcceptPerTurn per turn; EMFILE, ENFILE, ENOBUFS and ENOMEM take the
 // listener out of epoll for AcceptRetryDelay instead of spinning. MaxConns
 // closes the gate for every loop and MaxConnsLow reopens it.
+//
+// # Admission
+//
+// With Config.Policy every decoded frame passes the Admitter's order —
+// global caps, tenant quota (GCRA), the connection's queue, the
+// idempotency claim — then, with ShedOnQueueDelay, CoDel on the frame's
+// queueing delay (measured from when its bytes could first have been seen:
+// the previous turn's start on a busy loop) and MaxQueueDelay; then a
+// FrameAdmitter, if any. A refused frame never reaches the handler: the
+// codec's Rejecter (RejecterFor: a "-REJECT reason ms" frame for the
+// length and line codecs, envelope rejects, RESP -ERR/-BUSY, HTTP 429/503
+// with Retry-After) answers it with the reason and a retry-after, the
+// refusal is counted by reason, and the connection stays open. Each loop
+// publishes its load once per turn and ticks the Admitter (which samples
+// at most every 10 ms); the listen gate follows the policy's GatePolicy on
+// every loop, EMFILE pauses it, the listeners' accept queues (TCP_INFO)
+// feed it, and in GateRejecting new connections are accepted only to be
+// answered with a reject. While the gate is closed or a signal is hot, idle
+// loops wake every 10 ms so that the gate can reopen after its dwell.
+// Config.MaxQueuedBytes holds the engine's queued bytes near a global
+// budget by not reading connections that do not read their replies.
+// Config.MaxFramesPerTurn keeps one pipelined connection from holding a
+// loop for a whole read's worth of frames. Config.Pool runs a
+// BlockingHandler on a bounded worker pool with an enqueue deadline, a
+// per-request deadline in its context, and CoDel with newest-first service;
+// replies come back through the loop inbox.
 //
 // # Stats
 //
