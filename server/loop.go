@@ -148,8 +148,10 @@ func (l *loop) submit(t task) error {
 // handled through read(2), which returns the bytes that arrived before the
 // FIN or RST and then end of file or the precise errno; a connection that
 // is not reading (paused, closing) is closed on EPOLLHUP/EPOLLERR directly.
-// Replies are flushed once at the end of the turn, so a burst of pipelined
-// requests costs one read and one writev.
+// A connection's replies are flushed right after its input is handled
+// (flushEarly), and what else became dirty (inbox writes, closes) at the
+// end of the turn, so a burst of pipelined requests costs one read and one
+// writev, and its peer has the replies before the loop moves on.
 func (l *loop) run() {
 	runtime.LockOSThread() // never unlocked: the thread exits with the loop
 	l.m.Store(getm())
@@ -238,6 +240,7 @@ func (l *loop) readyPhase() {
 			}
 			if f&fNeedRead != 0 && c.readable() {
 				l.readConn(c)
+				l.flushEarly(c)
 			}
 		}
 		c = next
@@ -269,6 +272,7 @@ func (l *loop) ioPhase(n int) {
 			switch {
 			case c.readable():
 				l.readConn(c)
+				l.flushEarly(c)
 			case ev&(evHup|evErr) != 0 && c.flags&fClosed == 0:
 				l.closeNow(c, l.hangupCause(c))
 			}
@@ -414,11 +418,29 @@ func (l *loop) flushPhase() {
 		if c.flags&fClosed != 0 {
 			continue
 		}
-		if c.out != nil {
+		// Skip a connection whose flush budget for this turn is spent (it
+		// is on the ready list for the next turn).
+		if c.out != nil && c.flags&fNeedFlush == 0 {
 			l.flushConn(c)
 		}
 		l.finishClose(c)
 	}
+}
+
+// flushEarly writes c's replies right after its input was handled rather
+// than at the end of the turn, so the peer has them while the loop serves
+// the other connections; batching every reply to the end of the turn left
+// peers idle while the loop read the rest (measured: 256 conns x 16 in
+// flight, server and client each about half busy). It is still one writev
+// per connection per turn in the common case: flushPhase skips a
+// connection whose budget this flush spent, one whose queue it emptied has
+// no out-queue left, and a connection waiting for EPOLLOUT is left to
+// flushPhase as before.
+func (l *loop) flushEarly(c *Conn) {
+	if c.flags&(fDirty|fClosed|fOutArmed|fNeedFlush) != fDirty || c.out == nil {
+		return
+	}
+	l.flushConn(c)
 }
 
 // controlPhase reconciles the listener with the gate, arms the timerfd for
