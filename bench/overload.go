@@ -44,8 +44,9 @@ type OverloadConfig struct {
 
 	// Goodput: Servers (nil: sluice-shed, sluice-noshed, gnet, net) do Work
 	// per frame (0: 200µs); each one's capacity is its closed-loop
-	// throughput with Conns × InFlight requests of Size bytes (0: 32 × 4 ×
-	// 64), and it is then offered UnloadedFraction (0: 0.2) and Factor (0:
+	// throughput with Conns × InFlight requests of Size bytes (0: 32 × 32 ×
+	// 64: enough queued work that a descheduled generator cannot leave the
+	// server idle), and it is then offered UnloadedFraction (0: 0.2) and Factor (0:
 	// 5) times its median capacity in an open loop, for Warmup (0: 1s) and
 	// Duration (0: 3s). ShedArgs are sluice-shed's extra flags (nil:
 	// DefaultShedArgs).
@@ -144,7 +145,7 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 	}
 	defD(&c.Work, 200*time.Microsecond)
 	def(&c.Conns, 32)
-	def(&c.InFlight, 4)
+	def(&c.InFlight, 32)
 	def(&c.Size, 64)
 	defF(&c.UnloadedFraction, 0.2)
 	defF(&c.Factor, 5)
@@ -240,9 +241,12 @@ type LoadBrief struct {
 	Late           int64            `json:"late,omitempty"`
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	ServerUtil     float64          `json:"server_util,omitempty"`
-	ClientUtil     float64          `json:"client_util,omitempty"`
-	ServerCoreBusy float64          `json:"server_core_busy,omitempty"`
-	ClientCoreBusy float64          `json:"client_core_busy,omitempty"`
+	// ServerMicrosPerMsg is the server's CPU time per echoed message
+	// (rejects included in the cost, not in the count).
+	ServerMicrosPerMsg float64 `json:"server_us_per_msg,omitempty"`
+	ClientUtil         float64 `json:"client_util,omitempty"`
+	ServerCoreBusy     float64 `json:"server_core_busy,omitempty"`
+	ClientCoreBusy     float64 `json:"client_core_busy,omitempty"`
 }
 
 // brief keeps what the report needs of r.
@@ -253,7 +257,7 @@ func brief(r *LoadResult) *LoadBrief {
 	b := &LoadBrief{OfferedPerSec: r.OfferedPerSec, MsgsPerSec: r.MsgsPerSec, RejectedPerSec: r.RejectedPerSec,
 		Rejects: r.Rejects, Latency: r.Latency, RejectLatency: r.RejectLatency, Missed: r.Missed, Late: r.Late, Errors: r.Errors}
 	if r.Server != nil {
-		b.ServerUtil = r.Server.Util
+		b.ServerUtil, b.ServerMicrosPerMsg = r.Server.Util, r.Server.CPUMicrosPerMsg
 	}
 	if r.Client != nil {
 		b.ClientUtil = r.Client.Util
@@ -287,24 +291,44 @@ type GoodputRun struct {
 // GoodputCell summarises one server's goodput runs: medians and ranges over
 // the rounds.
 type GoodputCell struct {
-	Server       string       `json:"server"`
-	Peak         Spread       `json:"peak"`
-	UnloadedP99  Spread       `json:"unloaded_p99_us"`
-	Goodput      Spread       `json:"goodput"`
-	GoodputRatio Spread       `json:"goodput_ratio"`
-	OverloadP99  Spread       `json:"overload_p99_us"`
-	P99Ratio     Spread       `json:"p99_ratio"`
-	Rejected     Spread       `json:"rejected_per_sec"`
-	RejectP99    Spread       `json:"reject_p99_us"`
-	Runs         []GoodputRun `json:"runs"`
+	Server       string `json:"server"`
+	Peak         Spread `json:"peak"`
+	UnloadedP99  Spread `json:"unloaded_p99_us"`
+	Goodput      Spread `json:"goodput"`
+	GoodputRatio Spread `json:"goodput_ratio"`
+	OverloadP99  Spread `json:"overload_p99_us"`
+	P99Ratio     Spread `json:"p99_ratio"`
+	Rejected     Spread `json:"rejected_per_sec"`
+	RejectP99    Spread `json:"reject_p99_us"`
+	// PeakCPU and OverloadCPU are the server's CPU µs per echoed message
+	// in the capacity and overload runs; Efficiency is their ratio
+	// (capacity/overload, paired by round): the share of the server's CPU
+	// that still does useful work under overload, whatever share of the
+	// shared core the server got.
+	PeakCPU     Spread `json:"peak_cpu_us_per_msg"`
+	OverloadCPU Spread `json:"overload_cpu_us_per_msg"`
+	Efficiency  Spread `json:"efficiency"`
+	// ServerUtil is the server's CPU use in the overload runs (1 = a core).
+	ServerUtil Spread       `json:"overload_server_util"`
+	Runs       []GoodputRun `json:"runs"`
 }
 
 // summarizeGoodput fills the cell's spreads from its runs.
 func (g *GoodputCell) summarize() {
-	var peak, up99, good, gr, op99, pr, rej, rp99 []float64
+	var peak, up99, good, gr, op99, pr, rej, rp99, pc, oc, eff, util []float64
 	for _, r := range g.Runs {
 		if r.Peak != nil {
 			peak = append(peak, r.Peak.MsgsPerSec)
+			if r.Peak.ServerMicrosPerMsg > 0 {
+				pc = append(pc, r.Peak.ServerMicrosPerMsg)
+			}
+		}
+		if r.Overload != nil && r.Overload.ServerMicrosPerMsg > 0 {
+			oc = append(oc, r.Overload.ServerMicrosPerMsg)
+			util = append(util, r.Overload.ServerUtil)
+			if r.Peak != nil && r.Peak.ServerMicrosPerMsg > 0 {
+				eff = append(eff, r.Peak.ServerMicrosPerMsg/r.Overload.ServerMicrosPerMsg)
+			}
 		}
 		if r.Unloaded != nil {
 			up99 = append(up99, r.Unloaded.Latency.P99Micros)
@@ -326,6 +350,7 @@ func (g *GoodputCell) summarize() {
 	}
 	g.Peak, g.UnloadedP99, g.Goodput, g.GoodputRatio = spreadOf(peak), spreadOf(up99), spreadOf(good), spreadOf(gr)
 	g.OverloadP99, g.P99Ratio, g.Rejected, g.RejectP99 = spreadOf(op99), spreadOf(pr), spreadOf(rej), spreadOf(rp99)
+	g.PeakCPU, g.OverloadCPU, g.Efficiency, g.ServerUtil = spreadOf(pc), spreadOf(oc), spreadOf(eff), spreadOf(util)
 }
 
 // MemoryRun is one server's resident memory through one non-reading flood.

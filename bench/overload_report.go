@@ -95,6 +95,12 @@ func (rep *OverloadReport) Markdown() string {
 				spreadText(g.GoodputRatio, pctText), spreadText(g.OverloadP99, fmt0), spreadText(g.P99Ratio, ratio2Text),
 				spreadText(g.Rejected, humanRate), spreadText(g.RejectP99, fmt0))
 		}
+		b.WriteString("\nServer CPU per echoed message, which does not depend on the share of the shared core a server got: efficiency is capacity µs/msg over overload µs/msg, paired by round (1.0: overload costs nothing extra per useful message; rejects are part of the overload cost).\n\n")
+		b.WriteString("| server | CPU µs/msg at capacity | CPU µs/msg at overload | efficiency | server CPU use at overload (1 = a core) |\n|---|--:|--:|--:|--:|\n")
+		for _, g := range rep.Goodput {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", g.Server, spreadText(g.PeakCPU, fmt0), spreadText(g.OverloadCPU, fmt0),
+				spreadText(g.Efficiency, pctText), spreadText(g.ServerUtil, ratio2Text))
+		}
 		b.WriteString("\n")
 	}
 	if len(rep.Memory) > 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
 
+	"github.com/sluicenet/sluice/internal/spin"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -41,7 +42,7 @@ func (h *gnetEcho) OnTraffic(c gnet.Conn) gnet.Action {
 	if h.isRaw {
 		buf, _ := c.Next(-1)
 		if len(buf) > 0 {
-			spin(h.work)
+			spin.For(h.work)
 			if _, err := c.Write(buf); err != nil {
 				return gnet.Close
 			}

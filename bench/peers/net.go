@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicenet/sluice/internal/spin"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -76,7 +77,7 @@ func netEcho(c net.Conn, codec protocol.Codec, isRaw bool, work time.Duration) {
 		for {
 			n, err := c.Read(buf)
 			if n > 0 {
-				spin(work)
+				spin.For(work)
 				if _, werr := c.Write(buf[:n]); werr != nil {
 					return
 				}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicenet/sluice/internal/spin"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -41,8 +42,8 @@ type Config struct {
 	// zero means runtime.GOMAXPROCS(0). The net server has no loops of its own.
 	Loops int
 	// Work is simulated CPU cost per frame (per read with the raw codec): a
-	// busy loop before the echo, the same as cmd/echo -work, so that every
-	// server does the same work per request. The trivial and HTTP peers
+	// calibrated busy loop (internal/spin) before the echo, the same as
+	// cmd/echo -work, so that every server does the same work per request. The trivial and HTTP peers
 	// ignore it.
 	Work time.Duration
 }
@@ -98,16 +99,6 @@ func resolvePort(addr string) (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(p)), nil
 }
 
-// spin burns CPU for d: a busy loop on the monotonic clock, as cmd/echo's
-// -work does.
-func spin(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	for t0 := time.Now(); time.Since(t0) < d; {
-	}
-}
-
 // echoFrames decodes every complete frame at the start of in, spins work for
 // each, appends its encoded echo to out, and returns out and the bytes
 // consumed. err is the codec's: the stream can never become valid.
@@ -121,7 +112,7 @@ func echoFrames(codec protocol.Codec, in, out []byte, work time.Duration) ([]byt
 		if n == 0 {
 			break
 		}
-		spin(work)
+		spin.For(work)
 		out = codec.AppendEncode(out, frame)
 		p += n
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/internal/spin"
 	"github.com/sluicenet/sluice/server"
 	"github.com/sluicenet/sluice/server/metrics"
 )
@@ -65,7 +66,7 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: none)")
 	fs.IntVar(&o.maxFrames, "max-frames-per-turn", 0, "frames dispatched per connection per loop turn (0: default 256)")
 	fs.IntVar(&o.backlog, "backlog", 0, "listen(2) backlog (0: default 4096, capped by net.core.somaxconn)")
-	fs.DurationVar(&o.work, "work", 0, "simulated CPU cost per frame: a busy loop of this long before the echo, e.g. 200us (0: none)")
+	fs.DurationVar(&o.work, "work", 0, "simulated CPU cost per frame: a calibrated busy loop of this much CPU time before the echo (internal/spin, as the bench peers), e.g. 200us (0: none)")
 	fs.StringVar(&o.workMode, "work-mode", workInline, "where -work runs: inline (on the loop; shedding is CoDel on the loop's queueing delay) or pool (the engine's worker pool; CoDel on the pool queue, newest first when overloaded)")
 	fs.IntVar(&o.workers, "workers", 0, "worker goroutines with -work-mode pool (0: GOMAXPROCS)")
 	fs.IntVar(&o.poolQueue, "pool-queue", 0, "worker pool queue length (0: default 1024)")
@@ -190,7 +191,7 @@ func (h *workHandler) OnFrame(c *server.Conn, frame []byte) server.Action {
 		return server.None
 	}
 	t0 := time.Now()
-	spin(h.work)
+	spin.For(h.work)
 	h.release(permit, t0)
 	return h.Handler.OnFrame(c, frame)
 }
@@ -203,7 +204,7 @@ func (h *workHandler) ServeFrame(ctx context.Context, c *server.Conn, frame []by
 		return server.None
 	}
 	t0 := time.Now()
-	spin(h.work)
+	spin.For(h.work)
 	h.release(permit, t0)
 	if err := c.WriteFrame(frame); err != nil {
 		c.CloseWithError(err)
@@ -231,16 +232,5 @@ func (h *workHandler) release(p admission.Permit, t0 time.Time) {
 	if h.conc != nil {
 		now := time.Now()
 		h.conc.Release(now, p, now.Sub(t0))
-	}
-}
-
-// spin burns CPU for d: a busy loop on the monotonic clock (wall time, so
-// a preempted spin ends early in CPU terms; the peers in bench/peers do the
-// same).
-func spin(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	for t0 := time.Now(); time.Since(t0) < d; {
 	}
 }
