@@ -16,6 +16,7 @@
 package spin
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
@@ -31,7 +32,6 @@ const (
 var (
 	once       sync.Once
 	nanosPerIt float64
-	sink       uint64 // keeps the loop's result alive
 )
 
 // calibrate times the loop; the fastest trial is the one no preemption or
@@ -40,7 +40,7 @@ func calibrate() {
 	best := time.Duration(1<<63 - 1)
 	for i := 0; i < calibrationTrials; i++ {
 		t0 := time.Now()
-		sink += burn(calibrationIterations)
+		runtime.KeepAlive(burn(calibrationIterations))
 		if d := time.Since(t0); d > 0 && d < best {
 			best = d
 		}
@@ -72,9 +72,6 @@ func Iterations(d time.Duration) uint64 {
 // the thread is preempted). It is safe for concurrent use.
 func For(d time.Duration) {
 	if n := Iterations(d); n > 0 {
-		r := burn(n)
-		if r == 0 { // practically never; makes the result observable
-			sink++
-		}
+		runtime.KeepAlive(burn(n)) // the result is used: the loop stays
 	}
 }
