@@ -11,6 +11,9 @@ import (
 const (
 	// ServerSluiceShed is cmd/echo with shedding (OverloadConfig.ShedArgs).
 	ServerSluiceShed = "sluice-shed"
+	// ServerSluiceShedTight is cmd/echo with tighter shedding
+	// (OverloadConfig.TightShedArgs): lower latency, less goodput.
+	ServerSluiceShedTight = "sluice-shed-tight"
 	// ServerSluiceNoShed is cmd/echo with the same work and no admission.
 	ServerSluiceNoShed = "sluice-noshed"
 	// ServerSluiceBudget is cmd/echo with -max-queued-bytes (memory runs).
@@ -42,7 +45,8 @@ type OverloadConfig struct {
 	ServerCPUs []int `json:"server_cpus"`
 	ClientCPUs []int `json:"client_cpus"`
 
-	// Goodput: Servers (nil: sluice-shed, sluice-noshed, gnet, net) do Work
+	// Goodput: Servers (nil: sluice-shed, sluice-shed-tight, sluice-noshed,
+	// gnet, net) do Work
 	// per frame (0: 200µs); each one's capacity is its closed-loop
 	// throughput with Conns × InFlight requests of Size bytes (0: 32 × 32 ×
 	// 64: enough queued work that a descheduled generator cannot leave the
@@ -60,6 +64,8 @@ type OverloadConfig struct {
 	Warmup           time.Duration `json:"warmup_ns"`
 	Duration         time.Duration `json:"duration_ns"`
 	ShedArgs         []string      `json:"shed_args"`
+	// TightShedArgs are sluice-shed-tight's (nil: DefaultTightShedArgs).
+	TightShedArgs []string `json:"tight_shed_args"`
 
 	// Memory: MemoryServers (nil: sluice-budget,
 	// sluice-budget-gomemlimit, sluice-noshed, net, gnet) face FloodConns
@@ -103,6 +109,9 @@ type OverloadConfig struct {
 // queueing delay whatever CoDel says.
 var DefaultShedArgs = []string{"-shed", "-codel-target", "2ms", "-codel-interval", "20ms", "-max-queue-delay", "5ms"}
 
+// DefaultTightShedArgs are sluice-shed-tight's flags: target 1 ms, cap 2 ms.
+var DefaultTightShedArgs = []string{"-shed", "-codel-target", "1ms", "-codel-interval", "20ms", "-max-queue-delay", "2ms"}
+
 // The overload parts.
 const (
 	PartGoodput = "goodput"
@@ -141,7 +150,7 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 		c.ClientCPUs = []int{1}
 	}
 	if len(c.Servers) == 0 {
-		c.Servers = []string{ServerSluiceShed, ServerSluiceNoShed, ServerGnet, ServerNet}
+		c.Servers = []string{ServerSluiceShed, ServerSluiceShedTight, ServerSluiceNoShed, ServerGnet, ServerNet}
 	}
 	defD(&c.Work, 200*time.Microsecond)
 	def(&c.Conns, 32)
@@ -153,6 +162,9 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 	defD(&c.Duration, 3*time.Second)
 	if c.ShedArgs == nil {
 		c.ShedArgs = DefaultShedArgs
+	}
+	if c.TightShedArgs == nil {
+		c.TightShedArgs = DefaultTightShedArgs
 	}
 	if len(c.MemoryServers) == 0 {
 		c.MemoryServers = []string{ServerSluiceBudget, ServerSluiceMemLimit, ServerSluiceNoShed, ServerNet, ServerGnet}
@@ -180,7 +192,7 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 
 // Validate reports a configuration that cannot run.
 func (c *OverloadConfig) Validate() error {
-	known := map[string]bool{ServerSluiceShed: true, ServerSluiceNoShed: true, ServerSluiceBudget: true, ServerSluiceMemLimit: true, ServerGnet: true, ServerNet: true}
+	known := map[string]bool{ServerSluiceShed: true, ServerSluiceShedTight: true, ServerSluiceNoShed: true, ServerSluiceBudget: true, ServerSluiceMemLimit: true, ServerGnet: true, ServerNet: true}
 	for _, s := range append(append([]string(nil), c.Servers...), c.MemoryServers...) {
 		if !known[s] {
 			return fmt.Errorf("%w: unknown overload server %q", ErrInvalidConfig, s)

@@ -105,6 +105,9 @@ func (o *overload) server(purpose, srv string, work time.Duration, extra ...stri
 		if srv == ServerSluiceShed {
 			args = append(args, o.cfg.ShedArgs...)
 		}
+		if srv == ServerSluiceShedTight {
+			args = append(args, o.cfg.TightShedArgs...)
+		}
 		if srv == ServerSluiceBudget || srv == ServerSluiceMemLimit {
 			args = append(args, "-max-queued-bytes", strconv.FormatInt(o.cfg.QueuedBudgetBytes, 10))
 		}
@@ -180,7 +183,7 @@ func (o *overload) goodput(ctx context.Context) {
 	for r := 0; r < c.Rounds && ctx.Err() == nil; r++ {
 		for i, s := range c.Servers {
 			as := s
-			if s == ServerSluiceShed {
+			if s == ServerSluiceShed || s == ServerSluiceShedTight {
 				as = ServerSluiceNoShed
 			}
 			res, err := o.oneLoad(ctx, as, 0, true)

@@ -85,7 +85,7 @@ func (rep *OverloadReport) Markdown() string {
 		m.LoadAvgStart, m.LoadAvgEnd, c.ServerCPUs, c.ClientCPUs, c.Rounds)
 	if len(rep.Goodput) > 0 {
 		fmt.Fprintf(&b, "### Goodput and admitted latency at %.0f× capacity\n\n", c.Factor)
-		fmt.Fprintf(&b, "Every server spins %v of CPU per frame; %d connections, %d-byte length-prefixed frames. Capacity: closed loop, %d in flight per connection (sluice-shed is measured without shedding). Unloaded: open loop at %.1f× the median capacity. Overload: open loop at %.0f× it; goodput counts echoed requests only (rejects are answered, but are not goodput); p99 is of echoed requests, from their intended send time.\n\n",
+		fmt.Fprintf(&b, "Every server spins %v of CPU per frame; %d connections, %d-byte length-prefixed frames. Capacity: closed loop, %d in flight per connection (the sluice-shed servers are measured without shedding). Unloaded: open loop at %.1f× the median capacity. Overload: open loop at %.0f× it; goodput counts echoed requests only (rejects are answered, but are not goodput); p99 is of echoed requests, from their intended send time.\n\n",
 			c.Work, c.Conns, c.Size, c.InFlight, c.UnloadedFraction, c.Factor)
 		b.WriteString("| server | capacity msg/s | unloaded p99 µs | goodput at overload msg/s | goodput / capacity | overload p99 µs | p99 / unloaded p99 | rejected/s | reject p99 µs |\n")
 		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")

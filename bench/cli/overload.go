@@ -18,7 +18,7 @@ func runOverload(ctx context.Context, args []string) error {
 	var cfg bench.OverloadConfig
 	parts := fs.String("parts", "", "parts to run, comma-separated: goodput, memory, gate, backlog (empty: all)")
 	fs.IntVar(&cfg.Rounds, "rounds", 0, "rounds per part, servers alternating within a round (0: 3)")
-	servers := fs.String("servers", "", "goodput servers: sluice-shed, sluice-noshed, gnet, net (empty: all four)")
+	servers := fs.String("servers", "", "goodput servers: sluice-shed, sluice-shed-tight, sluice-noshed, gnet, net (empty: all five)")
 	memServers := fs.String("memory-servers", "", "memory servers: sluice-budget, sluice-noshed, net, gnet (empty: all four)")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated CPU cost per frame of every server (0: 200us)")
 	fs.Float64Var(&cfg.Factor, "factor", 0, "overload: open-loop rate as a multiple of each server's median capacity (0: 5)")
