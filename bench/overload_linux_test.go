@@ -16,7 +16,7 @@ func TestOverloadConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if c.Factor != 5 || c.Work != 200*time.Microsecond || len(c.Parts) != 4 || len(c.Servers) != 4 || c.Rounds != 3 {
+	if c.Factor != 5 || c.Work != 200*time.Microsecond || len(c.Parts) != 4 || len(c.Servers) != 5 || c.Rounds != 3 {
 		t.Errorf("defaults %+v", c)
 	}
 	for i, bad := range []OverloadConfig{
