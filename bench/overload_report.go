@@ -249,19 +249,10 @@ func (rep *OverloadReport) WriteGateChart(w io.Writer) error {
 	// 2: open connections and the accept queue against the budget
 	p2 := newPanel("Open connections and kernel accept queue", "connections")
 	conns, depth, budget := make(plotter.XYs, len(g.Samples)), make(plotter.XYs, len(g.Samples)), plotter.XYs{{X: 0, Y: float64(rep.Config.GateBudget)}, {X: xmax, Y: float64(rep.Config.GateBudget)}}
-	gate := make(plotter.XYs, 0, 2*len(g.Samples))
 	for i, s := range g.Samples {
 		x := s.AtMillis / 1e3
 		conns[i] = plotter.XY{X: x, Y: float64(s.ConnsOpen)}
 		depth[i] = plotter.XY{X: x, Y: float64(s.BacklogDepth)}
-		v := 0.0
-		if s.PolicyState != "open" {
-			v = 1
-		}
-		if i > 0 {
-			gate = append(gate, plotter.XY{X: x, Y: gate[len(gate)-1].Y})
-		}
-		gate = append(gate, plotter.XY{X: x, Y: v})
 	}
 	if err := line(p2, "open connections", conns, plotutil.Color(1), false); err != nil {
 		return err
@@ -272,13 +263,21 @@ func (rep *OverloadReport) WriteGateChart(w io.Writer) error {
 	if err := line(p2, "budget", budget, color.Gray{Y: 120}, true); err != nil {
 		return err
 	}
-	// 3: the gate
-	p3 := newPanel(fmt.Sprintf("Listen gate (policy transitions: %d)", g.PolicyTransitions), "closed")
-	p3.Y.Max = 1.2
-	if err := line(p3, "gate closed", gate, plotutil.Color(3), false); err != nil {
+	// 3: the gate's transitions, cumulative: an open lasts only until the
+	// budget is accepted again (milliseconds), shorter than the sampling,
+	// so the count shows every one where a state line would miss them
+	p3 := newPanel(fmt.Sprintf("Listen gate transitions, cumulative (%d in all; each open lasts until the budget is accepted again)", g.PolicyTransitions), "transitions")
+	trans := make(plotter.XYs, 0, 2*len(g.Samples))
+	for i, s := range g.Samples {
+		x := s.AtMillis / 1e3
+		if i > 0 {
+			trans = append(trans, plotter.XY{X: x, Y: trans[len(trans)-1].Y})
+		}
+		trans = append(trans, plotter.XY{X: x, Y: float64(s.PolicyChanges)})
+	}
+	if err := line(p3, "policy gate", trans, plotutil.Color(3), false); err != nil {
 		return err
 	}
-	p3.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "open"}, {Value: 1, Label: "closed"}})
 	return drawTiles(w, [][]*plot.Plot{{p1}, {p2}, {p3}}, vg.Points(640), vg.Points(220),
 		fmt.Sprintf("Connection flood against a budget of %d connections (gate 1.0/0.5, dwell 500 ms)", rep.Config.GateBudget))
 }

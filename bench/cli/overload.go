@@ -31,7 +31,23 @@ func runOverload(ctx context.Context, args []string) error {
 	out := fs.String("out", "docs/overload", "directory for overload.json, overload.md and gate.svg")
 	serverCPUs := fs.String("server-cpus", "0", "CPUs the servers are pinned to")
 	clientCPUs := fs.String("client-cpus", "1", "CPUs the generator and floods are pinned to")
+	from := fs.String("from", "", "re-render the report files into -out from this saved overload.json instead of measuring")
 	_ = fs.Parse(args)
+	if *from != "" {
+		b, err := os.ReadFile(*from)
+		if err != nil {
+			return err
+		}
+		var rep bench.OverloadReport
+		if err := json.Unmarshal(b, &rep); err != nil {
+			return fmt.Errorf("%s: %w", *from, err)
+		}
+		paths, err := bench.WriteOverloadReport(&rep, *out)
+		for _, p := range paths {
+			fmt.Println("wrote", p)
+		}
+		return err
+	}
 	split := func(s string) []string {
 		var v []string
 		for _, f := range strings.Split(s, ",") {
