@@ -25,6 +25,10 @@ const (
 	fRdHup                          // the peer shut down writing: read on to end of file
 	fClosed                         // closed: the fd is gone
 	fHeld                           // frames held back by MaxFramesPerTurn (ready list)
+	fRejOnly                        // the out-queue holds only rejects (RejectFlushDelay may defer it)
+	fLazy                           // on the lazy list: rejects waiting for RejectFlushDelay
+	fFresh                          // the last read left the socket empty and no edge since went unread (ShedOnQueueDelay)
+	fSlow                           // on the slow list: unread bytes too old to admit, read at slowAt
 )
 
 // Connection states visible to other goroutines.
@@ -66,10 +70,15 @@ type Conn struct {
 	lastActive int64 // last byte moved either way
 	frameStart int64 // when the incomplete frame in `in` began
 	progressAt int64 // last output progress, or when output was first queued
+	drainedAt  int64 // start of the last read that left the socket empty, with nothing held back (ShedOnQueueDelay); 0: none yet
+	rejAt      int64 // when the first reject of a reject-only out-queue was queued
+	slowAt     int64 // when a connection on the slow list is read
 	tm         timer
 
 	nextReady *Conn
 	nextDirty *Conn
+	nextLazy  *Conn
+	nextSlow  *Conn
 	closing   error // cause of a requested close; loop-owned
 	pending   int32 // frames in the worker pool; loop-owned
 

@@ -34,6 +34,9 @@ func (l *loop) readConn(c *Conn) {
 		c.flags &^= fHeld
 	}
 	if len(c.in) > 0 && c.flags&fPartial == 0 { // frames held back by backpressure or MaxFramesPerTurn
+		if l.pol.shedDelay {
+			l.pol.since = l.arrivalBound(c, false)
+		}
 		l.consume(c, c.in, true)
 		if !c.readable() || c.flags&fHeld != 0 {
 			return
@@ -78,6 +81,11 @@ func (l *loop) smallTailBytes() int { return min(16<<10, len(l.buf)/2) }
 // readOnce does one read(2) of at most budget bytes for c and dispatches it.
 // want is what the read asked for.
 func (l *loop) readOnce(c *Conn, budget int) (n, want int, en errno) {
+	var t0 int64
+	if l.pol.shedDelay {
+		t0 = l.e.clock()
+		l.pol.since = l.arrivalBound(c, true)
+	}
 	if len(c.in) <= l.smallTailBytes() {
 		k := copy(l.buf, c.in)
 		dst := l.buf[k:]
@@ -86,11 +94,13 @@ func (l *loop) readOnce(c *Conn, budget int) (n, want int, en errno) {
 		}
 		n, en = sysRead(int(c.fd), dst)
 		if n <= 0 {
+			l.noteDrain(c, t0, en == unix.EAGAIN)
 			return n, len(dst), en
 		}
 		l.account(c, n)
 		l.releaseIn(c) // the tail lives in l.buf now
 		l.consume(c, l.buf[:k+n], false)
+		l.noteDrain(c, t0, n < len(dst))
 		return n, len(dst), 0
 	}
 	if !l.growIn(c, budget) {
@@ -103,13 +113,49 @@ func (l *loop) readOnce(c *Conn, budget int) (n, want int, en errno) {
 	}
 	n, en = sysRead(int(c.fd), dst)
 	if n <= 0 {
+		l.noteDrain(c, t0, en == unix.EAGAIN)
 		return n, len(dst), en
 	}
 	l.account(c, n)
 	c.in = c.in[:len(c.in)+n]
 	l.inBytes += n
 	l.consume(c, c.in, true)
+	l.noteDrain(c, t0, n < len(dst))
 	return n, len(dst), 0
+}
+
+// noteDrain records, for queueing delay (ShedOnQueueDelay; t0 != 0), what
+// a read that started at t0 tells about the arrival of c's next bytes: if
+// it left the socket empty and nothing is held back, they all come after
+// t0 and will raise an edge (fFresh); otherwise the old bound stands and
+// the next edge proves nothing about bytes still waiting.
+func (l *loop) noteDrain(c *Conn, t0 int64, drained bool) {
+	if t0 == 0 {
+		return
+	}
+	if drained && c.flags&(fHeld|fClosed) == 0 && (len(c.in) == 0 || c.flags&fPartial != 0) {
+		c.drainedAt = t0
+		c.flags |= fFresh
+		return
+	}
+	c.flags &^= fFresh
+}
+
+// arrivalBound is the earliest moment the bytes c is about to dispatch
+// can have arrived (see AdmissionPolicy.ShedOnQueueDelay): the start of
+// c's last draining read and, when c was reported by this turn's events
+// (byEvent) with nothing unread since that read, the previous wait; the
+// turn's readySince for a connection never drained.
+func (l *loop) arrivalBound(c *Conn, byEvent bool) int64 {
+	p := &l.pol
+	since := c.drainedAt
+	if byEvent && c.flags&fFresh != 0 && p.evSince > since {
+		since = p.evSince
+	}
+	if since == 0 {
+		since = p.readySince
+	}
+	return since
 }
 
 func (l *loop) account(c *Conn, n int) {
@@ -271,6 +317,7 @@ func (l *loop) flushConn(c *Conn) {
 	if q == nil {
 		return
 	}
+	c.flags &^= fRejOnly // whatever is left is the flusher's (EPOLLOUT, ready list)
 	before := q.segs.Len()
 	l.observeOutQueue(c.outBytes)
 	n, res, err := l.flusher.Flush(int(c.fd), &q.segs, l.cfg.FlushBudgetBytes)
@@ -408,6 +455,9 @@ func (l *loop) queued(c *Conn, n int) {
 	c.outBytes += n
 	c.outMsgs++
 	l.outBytes += n
+	if !l.pol.writingRej {
+		c.flags &^= fRejOnly // a reply goes out now, and the rejects before it with it
+	}
 	l.markDirty(c)
 	if c.flags&fPaused == 0 && (c.outBytes >= l.cfg.OutQueueHighBytes || c.outMsgs >= l.msgsHigh) {
 		c.flags |= fPaused
@@ -548,6 +598,7 @@ func (l *loop) requestClose(c *Conn, cause error) {
 	}
 	c.closing = cause
 	c.state.Store(stateClosing)
+	c.flags &^= fRejOnly
 	l.markDirty(c)
 }
 

@@ -46,6 +46,10 @@ type loop struct {
 	readyHead, readyTail *Conn
 	nReady               int
 	dirtyHead, dirtyTail *Conn
+	lazyHead             *Conn // reject-only out-queues waiting for RejectFlushDelay
+	slowHead             *Conn // connections whose unread bytes are all too old to admit (deferSlow)
+	lazyDue, slowDue     int64 // earliest due time on each list (0: empty); the timerfd wakes the loop for them
+	slowNow              bool  // this turn reads every slow connection: the loop had nothing else to do
 
 	outqs   outQueuePool
 	maxSegs int // segments one out-queue may hold
@@ -56,6 +60,7 @@ type loop struct {
 	tasks []task // MaxInboxTasksPerTurn scratch
 
 	lastEvents int   // events the last wait returned
+	prevFull   bool  // the wait before this turn's filled the events array
 	now        int64 // loop clock for this turn: monotonic ns since the engine started
 	turn       uint64
 
@@ -196,10 +201,20 @@ func (l *loop) signalled() bool {
 // wait is the wait phase.
 func (l *loop) wait() (int, error) {
 	l.listenReady, l.slept = false, false
+	l.prevFull = l.lastEvents >= len(l.p.events)
 	var n int
 	var err error
-	if l.lastEvents > 1 || !l.idle() {
+	// Polling first is skipped after a quiet turn to save a syscall, but
+	// then a blocking wait may return events that were ready long before:
+	// with a policy, which reads "slept" as "woken by fresh events" (queue
+	// delay, loop lag), the loop always polls before it sleeps.
+	if l.lastEvents > 1 || l.pol.on || l.slowHead != nil || !l.idle() {
 		n, err = l.p.wait(false)
+	}
+	if err == nil && n == 0 && l.slowHead != nil && l.idle() {
+		l.slowNow = true // nothing fresh to do: read the slow connections rather than sleep
+		l.lastEvents = 0
+		return 0, nil
 	}
 	if err == nil && n == 0 && l.idle() {
 		l.awake.Store(false)
@@ -227,6 +242,9 @@ func (l *loop) wait() (int, error) {
 // readyPhase serves the connections a budget stopped last turn; ones that
 // spend their budget again go on the next turn's list.
 func (l *loop) readyPhase() {
+	if l.slowHead != nil {
+		l.slowPhase()
+	}
 	c := l.readyHead
 	l.readyHead, l.readyTail, l.nReady = nil, nil, 0
 	for c != nil {
@@ -249,6 +267,7 @@ func (l *loop) readyPhase() {
 
 // ioPhase dispatches this turn's events (see run for the order).
 func (l *loop) ioPhase(n int) {
+	l.pol.evSince = l.pol.evBound // reset at the end: only this phase's reads come from events
 	for i := 0; i < n; i++ {
 		fd, tag, ev := l.p.event(i)
 		if tag == 0 {
@@ -271,13 +290,19 @@ func (l *loop) ioPhase(n int) {
 			}
 			switch {
 			case c.readable():
+				if l.pol.slowReads && l.deferSlow(c) {
+					continue
+				}
 				l.readConn(c)
 				l.flushEarly(c)
 			case ev&(evHup|evErr) != 0 && c.flags&fClosed == 0:
 				l.closeNow(c, l.hangupCause(c))
+			default:
+				c.flags &^= fFresh // this edge goes unread: its bytes will be older than the next one's
 			}
 		}
 	}
+	l.pol.evSince = 0
 }
 
 // inboxPhase runs tasks from other goroutines, at most
@@ -407,6 +432,9 @@ func (l *loop) drainPhase() {
 // flushPhase writes each dirty connection once (one budgeted writev) and
 // finishes graceful closes whose output is gone.
 func (l *loop) flushPhase() {
+	if l.lazyHead != nil {
+		l.lazyPhase()
+	}
 	for l.dirtyHead != nil {
 		c := l.dirtyHead
 		l.dirtyHead = c.nextDirty
@@ -418,12 +446,122 @@ func (l *loop) flushPhase() {
 		if c.flags&fClosed != 0 {
 			continue
 		}
+		if c.flags&fRejOnly != 0 && !l.draining && l.now-c.rejAt < l.pol.rejDelay {
+			l.deferRejects(c)
+			continue
+		}
 		// Skip a connection whose flush budget for this turn is spent (it
 		// is on the ready list for the next turn).
 		if c.out != nil && c.flags&fNeedFlush == 0 {
 			l.flushConn(c)
 		}
 		l.finishClose(c)
+	}
+}
+
+// deferRejects puts c, whose out-queue holds only rejects younger than
+// RejectFlushDelay, on the lazy list instead of writing it this turn.
+func (l *loop) deferRejects(c *Conn) {
+	if c.flags&fLazy != 0 {
+		return
+	}
+	c.flags |= fLazy
+	l.st[cLazyFlushes]++
+	c.nextLazy = l.lazyHead
+	l.lazyHead = c
+	if due := c.rejAt + l.pol.rejDelay; l.lazyDue == 0 || due < l.lazyDue {
+		l.lazyDue = due
+	}
+}
+
+// lazyPhase moves the lazy connections whose rejects are due (all of them
+// once the engine drains) to the dirty list; the others stay lazy. A
+// connection that got a reply meanwhile was flushed with it and is dropped
+// from the list.
+func (l *loop) lazyPhase() {
+	if l.now < l.lazyDue && !l.draining {
+		return
+	}
+	c := l.lazyHead
+	l.lazyHead, l.lazyDue = nil, 0
+	for c != nil {
+		next := c.nextLazy
+		c.nextLazy = nil
+		c.flags &^= fLazy
+		switch {
+		case c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil:
+		case l.draining || l.now-c.rejAt >= l.pol.rejDelay:
+			c.flags &^= fRejOnly // due: flushPhase writes it now
+			l.markDirty(c)
+		default:
+			l.deferRejects(c)
+		}
+		c = next
+	}
+}
+
+// deferSlow is readConn's check, for a connection this turn's events
+// reported, with RejectFlushDelay and MaxQueueDelay set: if the bytes it
+// would read cannot be proven younger than MaxQueueDelay, every frame in
+// them would be refused, so c goes on the slow list and is read once
+// RejectFlushDelay has passed (at once when the engine drains): one read
+// and one write for a batch of refusals instead of one of each per turn. Its
+// last draining read stays its arrival bound, so the wait cannot make
+// those bytes look younger. It reports whether c was deferred.
+func (l *loop) deferSlow(c *Conn) bool {
+	p := &l.pol
+	if c.flags&fSlow != 0 {
+		return true
+	}
+	if l.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
+		return false // see end of file and held frames at once
+	}
+	if l.e.clock()-l.arrivalBound(c, true) <= p.maxDelay {
+		return false
+	}
+	c.flags |= fSlow
+	c.flags &^= fFresh
+	c.slowAt = l.now + p.rejDelay
+	c.nextSlow = l.slowHead
+	l.slowHead = c
+	if l.slowDue == 0 || c.slowAt < l.slowDue {
+		l.slowDue = c.slowAt
+	}
+	l.st[cSlowReads]++
+	return true
+}
+
+// slowPhase reads the slow connections that are due (all of them when the
+// loop found nothing else to do, or once the engine drains); the others
+// stay on the list.
+func (l *loop) slowPhase() {
+	all := l.slowNow || l.draining
+	l.slowNow = false
+	if l.now < l.slowDue && !all {
+		return
+	}
+	c := l.slowHead
+	l.slowHead, l.slowDue = nil, 0
+	for c != nil {
+		next := c.nextSlow
+		c.nextSlow = nil
+		switch {
+		case c.flags&fClosed != 0:
+			c.flags &^= fSlow
+		case all || l.now >= c.slowAt:
+			c.flags &^= fSlow
+			if c.readable() {
+				l.readConn(c)
+				l.flushEarly(c)
+			}
+		default:
+			c.nextSlow = l.slowHead
+			l.slowHead = c
+			if l.slowDue == 0 || c.slowAt < l.slowDue {
+				l.slowDue = c.slowAt
+			}
+		}
+		c = next
 	}
 }
 
@@ -437,7 +575,7 @@ func (l *loop) flushPhase() {
 // no out-queue left, and a connection waiting for EPOLLOUT is left to
 // flushPhase as before.
 func (l *loop) flushEarly(c *Conn) {
-	if c.flags&(fDirty|fClosed|fOutArmed|fNeedFlush) != fDirty || c.out == nil {
+	if c.flags&(fDirty|fClosed|fOutArmed|fNeedFlush|fRejOnly) != fDirty || c.out == nil {
 		return
 	}
 	l.flushConn(c)
@@ -473,6 +611,12 @@ func (l *loop) armTimerfd() {
 		next = min(next, d)
 	}
 	next = min(next, l.policyWakeAt())
+	if l.lazyDue != 0 {
+		next = min(next, l.lazyDue)
+	}
+	if l.slowDue != 0 {
+		next = min(next, l.slowDue)
+	}
 	if next == math.MaxInt64 || l.timerAt > l.now && l.timerAt <= next {
 		return
 	}

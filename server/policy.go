@@ -56,13 +56,20 @@ type AdmissionPolicy struct {
 	CostBytes bool
 
 	// ShedOnQueueDelay measures each frame's queueing delay on the loop —
-	// from the earliest moment its bytes could have arrived unseen (the
-	// previous turn's start while the loop is busy, this turn's start after
-	// it slept) to its dispatch — and passes it to the loop's CoDel
+	// from the earliest moment its bytes could have arrived unseen to its
+	// dispatch — and passes it to the loop's CoDel
 	// (admission.Config.CoDel must be set): while the loop has a standing
 	// queue, frames that waited more than twice the target are refused
 	// with reason "codel". This is what sheds for inline handlers, whose
-	// queue is the socket buffers and the turn itself.
+	// queue is the socket buffers and the turn itself. The earliest
+	// arrival is the later of two bounds that each hold on their own: the
+	// start of the connection's last read that left its socket empty (the
+	// bytes came after it), and, for a connection reported by this turn's
+	// epoll_wait, the previous wait (edge-triggered readiness is reported
+	// by the first wait after the bytes arrive, unless that wait filled
+	// its event array); after a sleep, the wake-up. Bytes that waited in
+	// a connection the loop did not get to are never counted as fresh.
+	// It costs one clock read per read(2) and one per frame.
 	ShedOnQueueDelay bool
 
 	// MaxQueueDelay, with ShedOnQueueDelay, refuses a frame whose queueing
@@ -72,6 +79,28 @@ type AdmissionPolicy struct {
 	// late. It is the "normal" timeout of adaptive shedding, CoDel's twice
 	// the target the "overloaded" one. Zero: none.
 	MaxQueueDelay time.Duration
+
+	// RejectFlushDelay lets refusals wait up to this long to be written:
+	// a connection whose out-queue holds only rejects is not flushed at
+	// once but with its next reply, or at the first turn that starts this
+	// long after its first queued reject, or before the loop sleeps,
+	// whichever comes first. A shedding loop otherwise spends a writev per
+	// connection per turn on refusals (on loopback the kernel delivers to
+	// the peer inside that writev), which is the capacity it is shedding
+	// to protect; a reject's latency grows by at most this.
+	//
+	// With MaxQueueDelay set as well, a connection reported readable whose
+	// bytes cannot be proven younger than MaxQueueDelay (see
+	// ShedOnQueueDelay: every frame in them would be refused) is not read
+	// in that turn but put on a slow list and read once RejectFlushDelay
+	// has passed, or as soon as the loop has nothing else to do: a batch of
+	// refusals then costs one read and one write, and the turn goes on to
+	// connections whose requests can still be served in time. Its
+	// arrival bound stays that of its last draining read, so waiting never
+	// makes its bytes look younger. Stats.SlowReads and Stats.LazyFlushes
+	// count both deferrals. Zero: rejects are written at once like any
+	// reply, and every readable connection is read every turn.
+	RejectFlushDelay time.Duration
 }
 
 // enabled reports whether the policy is on.
@@ -80,13 +109,16 @@ func (p *AdmissionPolicy) enabled() bool { return p.Admitter != nil }
 // validate checks the policy against the engine's loop count.
 func (p *AdmissionPolicy) validate(loops int) error {
 	if p.Admitter == nil {
-		if p.TenantKey != nil || p.Classify != nil || p.CostBytes || p.ShedOnQueueDelay || p.MaxQueueDelay != 0 {
+		if p.TenantKey != nil || p.Classify != nil || p.CostBytes || p.ShedOnQueueDelay || p.MaxQueueDelay != 0 || p.RejectFlushDelay != 0 {
 			return fmt.Errorf("%w: Policy: options set without an Admitter", ErrInvalidConfig)
 		}
 		return nil
 	}
 	if p.MaxQueueDelay < 0 || p.MaxQueueDelay > 0 && !p.ShedOnQueueDelay {
 		return fmt.Errorf("%w: Policy.MaxQueueDelay = %v: must not be negative and needs ShedOnQueueDelay", ErrInvalidConfig, p.MaxQueueDelay)
+	}
+	if p.RejectFlushDelay < 0 || p.RejectFlushDelay > time.Second {
+		return fmt.Errorf("%w: Policy.RejectFlushDelay = %v: must be in [0, 1s]", ErrInvalidConfig, p.RejectFlushDelay)
 	}
 	if p.Admitter.Loop(loops-1) == nil {
 		return fmt.Errorf("%w: Policy.Admitter has fewer loops than Loops = %d", ErrInvalidConfig, loops)

@@ -49,12 +49,18 @@ type loopPolicy struct {
 	costBytes bool
 	shedDelay bool
 	maxDelay  int64 // MaxQueueDelay in ns; 0: none
+	rejDelay  int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
+	slowReads bool  // RejectFlushDelay and MaxQueueDelay: defer reads whose frames would all be refused
 
 	frame  admission.Frame
 	keyBuf []byte
 	claim  *Conn // the connection whose frame holds frame.Claim during OnFrame
 
-	readySince   int64  // earliest arrival of the bytes this turn reads (loop clock)
+	readySince   int64  // earliest arrival of the bytes this turn's events report (loop clock)
+	evBound      int64  // readySince, or 0 when the previous wait filled its array
+	evSince      int64  // evBound while dispatching a connection this turn's events reported and the last wait did not fill its array; else 0
+	since        int64  // earliest arrival of the frames being dispatched (queueing delay)
+	writingRej   bool   // answerReject is queueing a reject (keeps fRejOnly)
 	othersQueued int    // the other loops' queued bytes at this turn's start (MaxQueuedBytes)
 	rejBuf       []byte // scratch for reject replies
 	nextTick     int64
@@ -95,6 +101,8 @@ func (l *loop) initPolicy() {
 	p.costBytes = pc.CostBytes
 	p.shedDelay = pc.ShedOnQueueDelay
 	p.maxDelay = int64(pc.MaxQueueDelay)
+	p.rejDelay = int64(pc.RejectFlushDelay)
+	p.slowReads = p.rejDelay > 0 && p.maxDelay > 0
 	p.keyBuf = make([]byte, 0, maxTenantKeyBytes)
 }
 
@@ -116,6 +124,10 @@ func (l *loop) policyTurn(prev int64) {
 	} else {
 		p.readySince = prev // busy: they may have arrived any time since the last look
 		lag = l.now - prev
+	}
+	p.evBound = p.readySince
+	if l.prevFull {
+		p.evBound = 0 // edges from before the last wait may be reported only now
 	}
 	if l.now >= p.nextSample {
 		p.nextSample = l.now + sampleNanos
@@ -332,11 +344,11 @@ func (l *loop) admitPolicy(c *Conn, frame []byte) bool {
 	}
 	if p.shedDelay {
 		t := l.e.clock()
-		if v := p.lp.Dequeue(l.wallTime(t), l.wallTime(p.readySince)); !v.Admit {
+		if v := p.lp.Dequeue(l.wallTime(t), l.wallTime(p.since)); !v.Admit {
 			l.refuse(c, frame, v.Reason, v.RetryAfter)
 			return false
 		}
-		if p.maxDelay > 0 && t-p.readySince > p.maxDelay {
+		if p.maxDelay > 0 && t-p.since > p.maxDelay {
 			l.refuse(c, frame, admission.ReasonQueue, time.Duration(p.maxDelay))
 			return false
 		}
@@ -374,9 +386,19 @@ func (l *loop) answerReject(c *Conn, frame []byte, reason string, retryAfter tim
 	}
 	// copied into the out-queue's chunks like any reply, so a burst of
 	// rejects coalesces instead of taking one out-queue slot each
-	l.pol.rejBuf = l.rejecter.AppendReject(l.pol.rejBuf[:0], frame, reason, retryAfter)
-	if err := l.writeCopy(c, l.pol.rejBuf); err != nil {
+	p := &l.pol
+	p.rejBuf = l.rejecter.AppendReject(p.rejBuf[:0], frame, reason, retryAfter)
+	rejOnly := c.outBytes == 0 || c.flags&fRejOnly != 0
+	p.writingRej = true
+	err := l.writeCopy(c, p.rejBuf)
+	p.writingRej = false
+	if err != nil {
 		l.requestClose(c, err)
+		return
+	}
+	if rejOnly && p.rejDelay > 0 && c.flags&(fRejOnly|fOutArmed) == 0 {
+		c.flags |= fRejOnly // flushEarly and flushPhase may defer it (deferRejects)
+		c.rejAt = l.now
 	}
 }
 

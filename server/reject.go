@@ -117,7 +117,15 @@ type framedRejecter struct{ codec protocol.Codec }
 func (r framedRejecter) AppendReject(dst, _ []byte, reason string, retryAfter time.Duration) []byte {
 	var buf [64]byte
 	text := AppendRejectText(buf[:0], reason, retryAfter)
-	return r.codec.AppendEncode(dst, text)
+	// concrete calls, so that text stays on the stack (through the
+	// interface it escaped: one allocation per reject)
+	switch c := r.codec.(type) {
+	case protocol.LengthPrefixed:
+		return c.AppendEncode(dst, text)
+	case protocol.Delimited:
+		return c.AppendEncode(dst, text)
+	}
+	return r.codec.AppendEncode(dst, append([]byte(nil), text...)) // not built by RejecterFor
 }
 
 type envelopeRejecter struct{}

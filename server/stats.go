@@ -170,6 +170,8 @@ const (
 	cPauses
 	cQueueFull
 	cRejects
+	cSlowReads
+	cLazyFlushes
 	cInboxTasks
 	cStaleEvents
 	cStaleTasks
@@ -241,6 +243,11 @@ type Stats struct {
 	Pauses           uint64 // reading paused by backpressure (high watermark)
 	QueueFull        uint64 // writes refused with ErrQueueFull
 	Rejects          uint64 // frames refused by admission
+	// SlowReads counts reads deferred by RejectFlushDelay because every
+	// frame in them would have been refused (AdmissionPolicy); LazyFlushes
+	// counts reject-only out-queues it deferred to a later turn.
+	SlowReads   uint64
+	LazyFlushes uint64
 
 	InboxTasks  uint64 // off-loop tasks run
 	StaleEvents uint64 // epoll events for a closed or reused fd, dropped
@@ -293,6 +300,7 @@ func (e *Engine) Stats() Stats {
 	s.Reads, s.BytesIn, s.Frames, s.ReadBudgetSpent = sum[cReads], sum[cBytesIn], sum[cFrames], sum[cReadBudgetSpent]
 	s.Flushes, s.BytesOut, s.OutArms, s.FlushBudgetSpent = sum[cFlushes], sum[cBytesOut], sum[cOutArms], sum[cFlushBudgetSpent]
 	s.Pauses, s.QueueFull, s.Rejects = sum[cPauses], sum[cQueueFull], sum[cRejects]
+	s.SlowReads, s.LazyFlushes = sum[cSlowReads], sum[cLazyFlushes]
 	s.InboxTasks, s.StaleEvents, s.StaleTasks, s.TimerFires = sum[cInboxTasks], sum[cStaleEvents], sum[cStaleTasks], sum[cTimerFires]
 	s.Turns, s.BlockingWaits, s.Events = sum[cTurns], sum[cBlockingWaits], sum[cEvents]
 	s.ReadyListLen = int64(sum[gReadyLen])

@@ -37,6 +37,7 @@ type overloadFlags struct {
 	codelTarget    time.Duration
 	codelInterval  time.Duration
 	maxQueueDelay  time.Duration
+	rejectDelay    time.Duration
 	maxFrames      int
 	backlog        int
 
@@ -64,6 +65,7 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.codelTarget, "codel-target", 5*time.Millisecond, "CoDel target queueing delay (-shed)")
 	fs.DurationVar(&o.codelInterval, "codel-interval", 100*time.Millisecond, "CoDel interval (-shed)")
 	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: none)")
+	fs.DurationVar(&o.rejectDelay, "reject-flush-delay", 0, "with the admission policy on: a connection whose queued output is only rejects is written with its next reply or after this long, so shedding does not cost a writev per connection per turn (0: rejects are written at once)")
 	fs.IntVar(&o.maxFrames, "max-frames-per-turn", 0, "frames dispatched per connection per loop turn (0: default 256)")
 	fs.IntVar(&o.backlog, "backlog", 0, "listen(2) backlog (0: default 4096, capped by net.core.somaxconn)")
 	fs.DurationVar(&o.work, "work", 0, "simulated CPU cost per frame: a calibrated busy loop of this much CPU time before the echo (internal/spin, as the bench peers), e.g. 200us (0: none)")
@@ -150,7 +152,7 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 			return nil, nil, err
 		}
 		cfg.Policy = server.AdmissionPolicy{Admitter: adm, CostBytes: o.tenantBytes,
-			ShedOnQueueDelay: o.shed && o.workMode == workInline}
+			ShedOnQueueDelay: o.shed && o.workMode == workInline, RejectFlushDelay: o.rejectDelay}
 		if cfg.Policy.ShedOnQueueDelay {
 			cfg.Policy.MaxQueueDelay = o.maxQueueDelay
 		}

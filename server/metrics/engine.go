@@ -45,6 +45,10 @@ var engineMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.FrameBudgetSpent) }},
 	{"sluice_frames_rejected_total", "Frames refused by admission before the handler (all reasons).", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Rejects) }},
+	{"sluice_slow_reads_total", "Reads deferred to the slow list because every frame in them would have been refused (AdmissionPolicy.RejectFlushDelay with MaxQueueDelay).", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.SlowReads) }},
+	{"sluice_lazy_reject_flushes_total", "Reject-only out-queues whose write was deferred to a later turn (AdmissionPolicy.RejectFlushDelay).", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.LazyFlushes) }},
 
 	// write side
 	{"sluice_flushes_total", "Budgeted writev flushes of an out-queue (usually one writev each).", prometheus.CounterValue,

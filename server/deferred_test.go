@@ -1,0 +1,123 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/protocol"
+)
+
+// lazyPolicy is a policy whose tenant is a frame's first byte, with a
+// burst of one request per tenant and no refill to speak of: each
+// tenant's first frame is served and the rest are refused ("tenant").
+func lazyPolicy(t *testing.T, delay time.Duration) AdmissionPolicy {
+	t.Helper()
+	tl, err := admission.NewTenantLimiter(admission.TenantConfig{
+		Quota: admission.Quota{Count: 1, Per: time.Hour, Burst: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	return AdmissionPolicy{Admitter: adm, RejectFlushDelay: delay,
+		Classify: func(_ *Conn, frame []byte, f *admission.Frame) {
+			if len(frame) > 0 {
+				f.Tenant = append(f.Tenant[:0], frame[0])
+			}
+		}}
+}
+
+// TestRejectFlushDelay: a connection whose output is only rejects gets
+// them once RejectFlushDelay has passed (the timerfd wakes the idle loop
+// for it, never early), and a reply queued behind a reject takes the
+// reject with it at once, in order.
+func TestRejectFlushDelay(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	t.Run("alone", func(t *testing.T) {
+		e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: lazyPolicy(t, delay)}, newTestHandler())
+		c := dialLine(t, e.Addr().String(), nil)
+		fmt.Fprint(c, "a1\n")
+		if got := c.line(t); got != "a1" {
+			t.Fatalf("first reply %q", got)
+		}
+		t0 := time.Now()
+		fmt.Fprint(c, "a2\n") // over a's burst: refused, and the reject waits
+		got := c.line(t)
+		waited := time.Since(t0)
+		if reason, _, ok := ParseRejectText([]byte(got)); !ok || reason != "tenant" {
+			t.Fatalf("second reply %q: want a tenant reject", got)
+		}
+		if waited < delay-20*time.Millisecond {
+			t.Errorf("reject arrived after %v, before RejectFlushDelay %v", waited, delay)
+		}
+		if s := e.Stats(); s.LazyFlushes == 0 {
+			t.Errorf("LazyFlushes = 0, want the reject deferred")
+		}
+		t.Logf("reject alone arrived after %v (RejectFlushDelay %v)", waited, delay)
+	})
+	t.Run("with a reply", func(t *testing.T) {
+		e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: lazyPolicy(t, time.Second)}, newTestHandler())
+		c := dialLine(t, e.Addr().String(), nil)
+		fmt.Fprint(c, "a1\n")
+		if got := c.line(t); got != "a1" {
+			t.Fatalf("first reply %q", got)
+		}
+		t0 := time.Now()
+		fmt.Fprint(c, "a2\nb1\n") // a2 refused, b1 (another tenant) served behind it
+		if reason, _, ok := ParseRejectText([]byte(c.line(t))); !ok || reason != "tenant" {
+			t.Fatalf("want the tenant reject first")
+		}
+		if got := c.line(t); got != "b1" {
+			t.Fatalf("reply %q, want b1 after the reject", got)
+		}
+		if waited := time.Since(t0); waited >= time.Second {
+			t.Errorf("reject and reply took %v: the reply should have taken the reject along at once", waited)
+		}
+	})
+}
+
+// TestSlowReads: with MaxQueueDelay and RejectFlushDelay, a connection
+// that became readable while the loop was busy for longer than
+// MaxQueueDelay is not read in the next turn but from the slow list, and
+// its frame is refused; the connection keeps working afterwards.
+func TestSlowReads(t *testing.T) {
+	adm := newAdmitter(t, admission.Config{Loops: 1, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1},
+		CoDel: &admission.CoDelConfig{Target: time.Second, Interval: 10 * time.Second}})
+	started := make(chan struct{}, 1)
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		if string(frame) == "slow" {
+			started <- struct{}{}
+			spin(40 * time.Millisecond)
+		}
+		c.WriteFrame(frame)
+		return None
+	}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: AdmissionPolicy{Admitter: adm,
+		ShedOnQueueDelay: true, MaxQueueDelay: 5 * time.Millisecond, RejectFlushDelay: 20 * time.Millisecond}}, h)
+	a := dialLine(t, e.Addr().String(), nil)
+	b := dialLine(t, e.Addr().String(), nil)
+	fmt.Fprint(b, "b0\n")
+	if got := b.line(t); got != "b0" {
+		t.Fatalf("b0: %q", got)
+	}
+	fmt.Fprint(a, "slow\n")
+	<-started
+	fmt.Fprint(b, "b1\n") // arrives while the loop spins for 40 ms
+	if got := a.line(t); got != "slow" {
+		t.Fatalf("slow: %q", got)
+	}
+	got := b.line(t)
+	if reason, _, ok := ParseRejectText([]byte(got)); !ok || reason != admission.ReasonQueue.String() {
+		t.Fatalf("b1: %q, want a queue reject", got)
+	}
+	if s := e.Stats(); s.SlowReads == 0 {
+		t.Errorf("SlowReads = 0, want b's read deferred")
+	}
+	time.Sleep(10 * time.Millisecond)
+	fmt.Fprint(b, "b2\n") // the loop is idle again: served
+	if got := b.line(t); got != "b2" {
+		t.Fatalf("b2: %q", got)
+	}
+}
