@@ -33,8 +33,18 @@ const (
 	maxOutSegments   = 128
 	// maxFreeChunks and maxFreeOutQueues bound the per-loop free lists
 	// (4 MiB of chunks, ~0.5 MiB of queues); what a burst allocates beyond
-	// them goes back to the garbage collector.
-	maxFreeChunks         = 512
+	// them goes back to the garbage collector. With MaxQueuedBytes set, a
+	// loop keeps up to its share of that budget in free chunks instead
+	// (chunkPool.max): memory the operator has granted anyway, and reusing
+	// it keeps repeated bursts from turning into garbage that the heap
+	// must grow past before the collector returns it.
+	maxFreeChunks = 512
+	// minSplitRoomBytes: WriteFrame encodes a frame that does not fit the
+	// tail chunk's room into the loop's scratch and copies it across the
+	// tail and a fresh chunk when at least this much room would otherwise
+	// be wasted (a 4 KiB frame per 8 KiB chunk left half of every chunk
+	// empty: twice the memory the queued bytes account for).
+	minSplitRoomBytes     = 1 << 10
 	maxFreeSmallOutQueues = 1024
 	maxFreeLargeOutQueues = 64
 )
@@ -53,7 +63,7 @@ func (ch *chunk) room() int { return cap(ch.b) - len(ch.b) }
 func (ch *chunk) release() {
 	ch.b = ch.b[:0]
 	p := ch.pool
-	if p.n < maxFreeChunks {
+	if p.n < p.max {
 		ch.next = p.head
 		p.head = ch
 		p.n++
@@ -64,6 +74,7 @@ func (ch *chunk) release() {
 type chunkPool struct {
 	head *chunk
 	n    int
+	max  int // free chunks kept (maxFreeChunks, or the loop's share of MaxQueuedBytes)
 }
 
 func (p *chunkPool) get() *chunk {

@@ -537,6 +537,10 @@ func (l *loop) writeFrame(c *Conn, frame []byte) error {
 		}
 		return nil
 	}
+	if ch := c.tailChunk; ch != nil && ch.room() < est && ch.room() >= minSplitRoomBytes {
+		l.encBuf = l.codec.AppendEncode(l.encBuf[:0], frame)
+		return l.writeCopy(c, l.encBuf) // fills the tail's room, then a fresh chunk
+	}
 	if ch := c.tailChunk; ch != nil && ch.room() >= est {
 		before := len(ch.b)
 		enc := l.codec.AppendEncode(ch.b, frame)

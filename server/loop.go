@@ -29,6 +29,7 @@ type loop struct {
 	p       poller
 	flusher ioflush.Flusher
 	buf     []byte // the loop's read buffer
+	encBuf  []byte // WriteFrame scratch for a frame split across chunks (at most a chunk)
 
 	lfd           int   // listening fd, -1 once released
 	lfdShared     bool  // lfd is shared by all loops (AcceptExclusive)
@@ -99,6 +100,7 @@ func newLoop(e *Engine, id int) *loop {
 		msgsLow:  cfg.OutQueueMsgs / 4,
 	}
 	l.rejecter = RejecterFor(cfg.Codec)
+	l.chunks.max = max(maxFreeChunks, cfg.MaxQueuedBytes/max(1, cfg.Loops)/outChunkBytes)
 	l.initPolicy()
 	l.inbox.init(cfg.InboxTasks)
 	l.awake.Store(true)
