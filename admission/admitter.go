@@ -224,6 +224,11 @@ func (a *Admitter) Gate() *GatePolicy { return a.gate }
 // Hot returns the hot switch handlers read.
 func (a *Admitter) Hot() *HotSwitch { return &a.hot }
 
+// Budgets returns the global budgets the Admitter was built with (after
+// defaults), so that an engine can enforce the connection and queued-byte
+// caps exactly where it accepts and reads.
+func (a *Admitter) Budgets() GlobalBudgets { return a.cfg.Budgets }
+
 // MemoryLimitBytes returns the resolved memory cap (0: none).
 func (a *Admitter) MemoryLimitBytes() int64 { return a.memLimit }
 

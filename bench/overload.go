@@ -105,12 +105,16 @@ type OverloadConfig struct {
 }
 
 // DefaultShedArgs are sluice-shed's flags: CoDel on each frame's queueing
-// delay on the loop (target 2 ms over 20 ms intervals) and a 5 ms cap on
-// queueing delay whatever CoDel says.
-var DefaultShedArgs = []string{"-shed", "-codel-target", "2ms", "-codel-interval", "20ms", "-max-queue-delay", "5ms"}
+// delay on the loop (target 1 ms over 20 ms intervals), a 1.5 ms cap on
+// queueing delay whatever CoDel says, and refusals batched for up to 10 ms
+// (server.AdmissionPolicy.RejectFlushDelay: reject-only writes and reads
+// whose frames would all be refused wait, so shedding costs fewer system
+// calls per served request).
+var DefaultShedArgs = []string{"-shed", "-codel-target", "1ms", "-codel-interval", "20ms", "-max-queue-delay", "1.5ms", "-reject-flush-delay", "10ms"}
 
-// DefaultTightShedArgs are sluice-shed-tight's flags: target 1 ms, cap 2 ms.
-var DefaultTightShedArgs = []string{"-shed", "-codel-target", "1ms", "-codel-interval", "20ms", "-max-queue-delay", "2ms"}
+// DefaultTightShedArgs are sluice-shed-tight's flags: target 0.5 ms, cap
+// 1 ms, refusals batched for up to 10 ms.
+var DefaultTightShedArgs = []string{"-shed", "-codel-target", "0.5ms", "-codel-interval", "20ms", "-max-queue-delay", "1ms", "-reject-flush-delay", "10ms"}
 
 // The overload parts.
 const (

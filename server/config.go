@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"time"
 
@@ -91,7 +92,9 @@ type Config struct {
 	// leaves epoll and the kernel backlog absorbs new connections), and it
 	// reopens when the count falls to MaxConnsLow. Zero means no budget
 	// beyond RLIMIT_NOFILE, whose EMFILE closes the gate for
-	// AcceptRetryDelay.
+	// AcceptRetryDelay; with a Policy, zero takes its
+	// GlobalBudgets.MaxConns (the policy's gate adds its watermarks and
+	// dwell on top of this exact cap).
 	MaxConns int
 
 	// MaxConnsLow is the low watermark for MaxConns; the gap prevents the
@@ -107,8 +110,22 @@ type Config struct {
 	// turn, before every read, so the budget holds to within one read per
 	// loop. It is the mechanism behind admission's
 	// GlobalBudgets.MaxQueuedBytes (which drives the gate and refuses frames
-	// with reason "global"); set both to the same value. Zero: none.
+	// with reason "global"). Zero: the Policy's
+	// GlobalBudgets.MaxQueuedBytes when a Policy is set, else none.
 	MaxQueuedBytes int
+
+	// SocketSendBufferBytes and SocketRecvBufferBytes set SO_SNDBUF and
+	// SO_RCVBUF on the listening socket, which accepted connections
+	// inherit (set before listen(2), so the receive window is scaled to
+	// it). Zero keeps the kernel's defaults, which autotune per
+	// connection up to net.ipv4.tcp_wmem and tcp_rmem (4 MiB and 6–32 MiB
+	// on common distributions): the kernel then holds up to that much per
+	// connection that the peer has not read or the engine has not read,
+	// outside the process and outside MaxQueuedBytes. A value turns
+	// autotuning off for that direction; the kernel doubles it for its
+	// bookkeeping and caps it at net.core.wmem_max / rmem_max.
+	SocketSendBufferBytes int
+	SocketRecvBufferBytes int
 
 	// MaxAcceptPerTurn bounds accept4 calls per loop turn, so a connection
 	// flood cannot starve established connections. Default 32.
@@ -221,8 +238,11 @@ type Config struct {
 
 // limits of Validate.
 const (
-	maxLoops          = 1024
-	minReadBufferSize = 512
+	maxLoops = 1024
+	// maxSocketBufferBytes bounds SO_SNDBUF/SO_RCVBUF requests (the kernel
+	// doubles the value into an int).
+	maxSocketBufferBytes = 1 << 30
+	minReadBufferSize    = 512
 )
 
 // withDefaults returns cfg with every zero field set to its default.
@@ -236,6 +256,17 @@ func (cfg Config) withDefaults() Config {
 	setDefault(&c.Backlog, DefaultBacklog)
 	if c.Codec == nil {
 		c.Codec = protocol.Raw{}
+	}
+	if a := c.Policy.Admitter; a != nil {
+		// the engine enforces the policy's own budgets exactly (at accept
+		// time, before every read) unless this config sets its own
+		b := a.Budgets()
+		if c.MaxConns == 0 && b.MaxConns > 0 && b.MaxConns <= math.MaxInt32 {
+			c.MaxConns = int(b.MaxConns)
+		}
+		if c.MaxQueuedBytes == 0 && b.MaxQueuedBytes > 0 && b.MaxQueuedBytes <= math.MaxInt {
+			c.MaxQueuedBytes = int(b.MaxQueuedBytes)
+		}
 	}
 	if c.MaxConns > 0 && c.MaxConnsLow == 0 {
 		c.MaxConnsLow = c.MaxConns * 9 / 10
@@ -309,6 +340,10 @@ func (cfg Config) Validate() error {
 		return bad("MaxConns", c.MaxConns, "must not be negative")
 	case c.MaxQueuedBytes < 0:
 		return bad("MaxQueuedBytes", c.MaxQueuedBytes, "must not be negative")
+	case c.SocketSendBufferBytes < 0 || c.SocketSendBufferBytes > maxSocketBufferBytes:
+		return bad("SocketSendBufferBytes", c.SocketSendBufferBytes, fmt.Sprintf("must be in [0, %d]", maxSocketBufferBytes))
+	case c.SocketRecvBufferBytes < 0 || c.SocketRecvBufferBytes > maxSocketBufferBytes:
+		return bad("SocketRecvBufferBytes", c.SocketRecvBufferBytes, fmt.Sprintf("must be in [0, %d]", maxSocketBufferBytes))
 	case c.MaxConns == 0 && c.MaxConnsLow != 0:
 		return bad("MaxConnsLow", c.MaxConnsLow, "needs MaxConns")
 	case c.MaxConns > 0 && (c.MaxConnsLow < 0 || c.MaxConnsLow >= c.MaxConns):

@@ -140,7 +140,8 @@ func (e *Engine) listen() error {
 			l.lfd, l.lfdShared = e.loops[0].lfd, true
 			continue
 		}
-		fd, bound, err := listenTCP(addr, !shared, e.cfg.Backlog)
+		fd, bound, err := listenTCP(addr, listenOpts{reusePort: !shared, backlog: e.cfg.Backlog,
+			sndBuf: e.cfg.SocketSendBufferBytes, rcvBuf: e.cfg.SocketRecvBufferBytes})
 		if err != nil {
 			e.closeAll()
 			return err

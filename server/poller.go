@@ -31,8 +31,15 @@ package server
 //	func sysAccept(lfd int) (fd int, peer netip.AddrPort, err errno)
 //	func setNoDelay(fd int) errno
 //	func sockError(fd int) error
-//	func listenTCP(addr string, reusePort bool, backlog int) (fd int, bound netip.AddrPort, err error)
+//	func listenTCP(addr string, o listenOpts) (fd int, bound netip.AddrPort, err error)
 //	func listenAt(fd int) netip.AddrPort
 //
 // platformSupported is true only where a backend exists; New returns
 // ErrUnsupported elsewhere.
+
+// listenOpts are the listening socket's options (listenTCP).
+type listenOpts struct {
+	reusePort      bool // SO_REUSEPORT: one socket per loop
+	backlog        int  // listen(2) backlog
+	sndBuf, rcvBuf int  // SO_SNDBUF, SO_RCVBUF (0: the kernel's autotuning)
+}

@@ -36,6 +36,6 @@ func sysAccept(lfd int) (int, netip.AddrPort, errno)   { return -1, netip.AddrPo
 func setNoDelay(fd int) errno                          { return errnoUnsupported }
 func sockError(fd int) error                           { return ErrUnsupported }
 func listenAt(fd int) netip.AddrPort                   { return netip.AddrPort{} }
-func listenTCP(addr string, reusePort bool, backlog int) (int, netip.AddrPort, error) {
+func listenTCP(addr string, o listenOpts) (int, netip.AddrPort, error) {
 	return -1, netip.AddrPort{}, ErrUnsupported
 }

@@ -87,8 +87,9 @@ func sockError(fd int) error {
 
 // listenTCP opens a non-blocking listening socket on addr. With reusePort
 // it sets SO_REUSEPORT so that several sockets (one per loop) share the
-// address and the kernel spreads connections between them.
-func listenTCP(addr string, reusePort bool, backlog int) (int, netip.AddrPort, error) {
+// address and the kernel spreads connections between them; non-zero buffer
+// sizes are set before listen(2) so accepted sockets inherit them.
+func listenTCP(addr string, o listenOpts) (int, netip.AddrPort, error) {
 	ta, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
 		return -1, netip.AddrPort{}, err
@@ -121,15 +122,25 @@ func listenTCP(addr string, reusePort bool, backlog int) (int, netip.AddrPort, e
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 		return fail("setsockopt", err)
 	}
-	if reusePort {
+	if o.reusePort {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 			return fail("setsockopt", err)
+		}
+	}
+	if o.sndBuf > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.sndBuf); err != nil {
+			return fail("setsockopt SO_SNDBUF", err)
+		}
+	}
+	if o.rcvBuf > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.rcvBuf); err != nil {
+			return fail("setsockopt SO_RCVBUF", err)
 		}
 	}
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind", err)
 	}
-	if err := unix.Listen(fd, backlog); err != nil {
+	if err := unix.Listen(fd, o.backlog); err != nil {
 		return fail("listen", err)
 	}
 	return fd, listenAt(fd), nil

@@ -71,6 +71,8 @@ func run(args []string) error {
 	fs.IntVar(&cfg.OutQueueBytes, "out-queue-bytes", 0, "out-queue byte budget per connection (0: default)")
 	fs.IntVar(&cfg.ReadBudgetBytes, "read-budget", 0, "bytes read per connection per loop turn (0: default)")
 	fs.IntVar(&cfg.FlushBudgetBytes, "flush-budget", 0, "bytes written per connection per flush (0: default)")
+	fs.IntVar(&cfg.SocketSendBufferBytes, "so-sndbuf", 0, "SO_SNDBUF of accepted connections, bytes: caps what the kernel holds per connection for a peer that does not read (0: the kernel's autotuning)")
+	fs.IntVar(&cfg.SocketRecvBufferBytes, "so-rcvbuf", 0, "SO_RCVBUF of accepted connections, bytes (0: the kernel's autotuning)")
 	printStats := fs.Bool("print-stats", false, "print the engine's counters as JSON on stderr after shutdown")
 	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
 	var ov overloadFlags

@@ -82,7 +82,7 @@ func echoFlags(b Budgets) []Flag {
 		{Name: n.FlushBudget, Value: i(b.FlushBudgetBytes)},
 	}
 	if b.MaxQueuedBytes > 0 {
-		fs = append(fs, Flag{Name: n.MaxQueuedBytes, Value: strconv.FormatInt(b.MaxQueuedBytes, 10), Pending: true})
+		fs = append(fs, Flag{Name: n.MaxQueuedBytes, Value: strconv.FormatInt(b.MaxQueuedBytes, 10)})
 	}
 	return fs
 }
@@ -192,18 +192,10 @@ func WriteText(w io.Writer, r Report) error {
 		e.printf("%s ", env)
 	}
 	e.printf("go run ./cmd/echo")
-	var pending []string
 	for _, f := range r.EchoFlags {
-		if f.Pending {
-			pending = append(pending, "-"+f.Name+" "+f.Value)
-			continue
-		}
 		e.printf(" -%s %s", f.Name, f.Value)
 	}
 	e.printf("\n")
-	if len(pending) > 0 {
-		e.printf("  once cmd/echo has the admission flags, add: %s\n", strings.Join(pending, " "))
-	}
 	e.printf("  (cmd/echo keeps Backlog, ReadBufferBytes, MaxConnsLow and the out-queue watermarks at the engine's defaults; embed the literals below to set them)\n")
 	e.printf("\nGo\n  %s\n", strings.ReplaceAll(r.Config, "\n", "\n  "))
 	if r.Admission != "" {

@@ -34,9 +34,6 @@ type Flag struct {
 	Name string `json:"name"`
 	// Value is the flag's value as it is typed.
 	Value string `json:"value"`
-	// Pending marks a flag cmd/echo does not have yet (the admission
-	// work's global budget flags).
-	Pending bool `json:"pending,omitempty"`
 }
 
 // Plan reads nothing: it turns a host already read (ReadHost) and a target
