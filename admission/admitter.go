@@ -463,6 +463,48 @@ func (l *Loop) Admit(ctx context.Context, now time.Time, f *Frame) Verdict {
 	return v
 }
 
+// chargeTenant charges cost to tenant's quota: admitted, or refused with
+// reason tenant and the quota's retry-after (a cost that can never pass,
+// or a backend error unless TenantFailOpen, with the error).
+func (a *Admitter) chargeTenant(ctx context.Context, now time.Time, tenant []byte, cost int64) (Verdict, error) {
+	d, err := a.cfg.Tenants.AllowN(ctx, now, tenant, cost)
+	switch {
+	case err == nil:
+		if !d.Allowed {
+			return Reject(ReasonTenant, d.RetryAfter), nil
+		}
+	case errors.Is(err, ErrCostExceedsBurst) || errors.Is(err, ErrBadCost):
+		return Reject(ReasonTenant, 0), err
+	case errors.Is(err, ErrTenantTableFull):
+		return Reject(ReasonTenant, d.RetryAfter), err
+	default:
+		a.tenantErrors.Add(1)
+		if !a.cfg.TenantFailOpen {
+			return Reject(ReasonTenant, a.cfg.Retry.Global), err
+		}
+	}
+	return Admitted(), nil
+}
+
+// ChargeBytes charges n bytes just read from a connection to tenant's
+// quota, before any frame is decoded from them (the quota's units must be
+// bytes). Admitted means the bytes fit; a refusal carries reason tenant
+// and the retry-after after which the quota has room again, and the caller
+// should refuse what those bytes hold and stop reading the connection
+// until then. No quota configured (or an empty tenant) admits. Unlike
+// Admit it counts no decision: the frames refused because of it are
+// counted where they are refused.
+func (l *Loop) ChargeBytes(ctx context.Context, now time.Time, tenant []byte, n int64) (Verdict, error) {
+	a := l.a
+	if a.cfg.Tenants == nil || len(tenant) == 0 || n <= 0 {
+		return Admitted(), nil
+	}
+	return a.chargeTenant(ctx, now, tenant, n)
+}
+
+// Tenants returns the tenant quota the Admitter charges (nil: none).
+func (a *Admitter) Tenants() TenantQuota { return a.cfg.Tenants }
+
 func (l *Loop) admit(ctx context.Context, now time.Time, f *Frame) Verdict {
 	a := l.a
 	f.Claimed, f.Err = false, nil
@@ -483,24 +525,9 @@ func (l *Loop) admit(ctx context.Context, now time.Time, f *Frame) Verdict {
 		if cost == 0 {
 			cost = 1
 		}
-		d, err := a.cfg.Tenants.AllowN(ctx, now, f.Tenant, cost)
-		switch {
-		case err == nil:
-			if !d.Allowed {
-				return Reject(ReasonTenant, d.RetryAfter)
-			}
-		case errors.Is(err, ErrCostExceedsBurst) || errors.Is(err, ErrBadCost):
+		if v, err := a.chargeTenant(ctx, now, f.Tenant, cost); !v.Admit {
 			f.Err = err
-			return Reject(ReasonTenant, 0)
-		case errors.Is(err, ErrTenantTableFull):
-			f.Err = err
-			return Reject(ReasonTenant, d.RetryAfter)
-		default:
-			a.tenantErrors.Add(1)
-			if !a.cfg.TenantFailOpen {
-				f.Err = err
-				return Reject(ReasonTenant, a.cfg.Retry.Global)
-			}
+			return v
 		}
 	}
 	if m := a.cfg.Conn.MaxPipelinedReqs; m > 0 && f.ConnPending >= m {

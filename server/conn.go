@@ -29,6 +29,7 @@ const (
 	fLazy                           // on the lazy list: rejects waiting for RejectFlushDelay
 	fFresh                          // the last read left the socket empty and no edge since went unread (ShedOnQueueDelay)
 	fSlow                           // on the slow list: unread bytes too old to admit, read at slowAt
+	fQuota                          // on the slow list for its tenant's byte quota (ChargeReadBytes): read at slowAt only
 )
 
 // Connection states visible to other goroutines.

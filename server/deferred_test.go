@@ -121,3 +121,44 @@ func TestSlowReads(t *testing.T) {
 		t.Fatalf("b2: %q", got)
 	}
 }
+
+// TestChargeReadBytes: with ChargeReadBytes a tenant's bytes are charged
+// as they are read; the read that passes the quota has its frames refused
+// with reason tenant and a retry-after, the connection is not read again
+// before that has passed, and then it is served again.
+func TestChargeReadBytes(t *testing.T) {
+	tl, err := admission.NewTenantLimiter(admission.TenantConfig{
+		Quota: admission.Quota{Count: 100, Per: time.Second, Burst: 100}}) // 100 bytes/s, burst 100
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: AdmissionPolicy{Admitter: adm, ChargeReadBytes: true}}, newTestHandler())
+	c := dialLine(t, e.Addr().String(), nil)
+	for i := 0; i < 10; i++ { // 10 × 10 bytes: the whole burst, in one or more reads
+		fmt.Fprintf(c, "frame%04d\n", i)
+		if got := c.line(t); got != fmt.Sprintf("frame%04d", i) {
+			t.Fatalf("within the burst: %q", got)
+		}
+	}
+	t0 := time.Now()
+	fmt.Fprint(c, "over00000\n") // 10 more bytes: over the quota
+	got := c.line(t)
+	reason, retry, ok := ParseRejectText([]byte(got))
+	if !ok || reason != "tenant" || retry <= 0 || retry > time.Second {
+		t.Fatalf("over the quota: %q, want a tenant reject with a retry-after in (0, 1s]", got)
+	}
+	fmt.Fprint(c, "later0000\n") // read only once the quota has room for it again
+	if got := c.line(t); got != "later0000" {
+		t.Fatalf("after the retry-after: %q", got)
+	}
+	if waited := time.Since(t0); waited < retry-20*time.Millisecond {
+		t.Errorf("served again after %v, before the retry-after %v", waited, retry)
+	}
+	if s := e.Stats(); s.Admission.Rejects[admission.ReasonTenant] == 0 {
+		t.Error("no tenant rejects counted")
+	}
+	if _, err := New(Config{Loops: 1, Policy: AdmissionPolicy{Admitter: adm, ChargeReadBytes: true, CostBytes: true}}, HandlerFuncs{}); err == nil {
+		t.Error("New accepted ChargeReadBytes with CostBytes")
+	}
+}

@@ -29,6 +29,9 @@ const (
 // behind the data, and no edge will come for it, so the loop reads on until
 // end of file or EAGAIN (TestEdgeShortReadFIN).
 func (l *loop) readConn(c *Conn) {
+	if c.flags&fSlow != 0 {
+		return // parked on the slow list (deferSlow, or its tenant's quota)
+	}
 	if c.readTurn != l.turn {
 		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
 		c.flags &^= fHeld
@@ -46,6 +49,9 @@ func (l *loop) readConn(c *Conn) {
 		budget := l.cfg.ReadBudgetBytes - c.readBytes
 		if l.overQueued() && !l.readWhileOver(c, &budget) {
 			return
+		}
+		if cp := l.pol.readCap; cp > 0 && budget > cp {
+			budget = cp
 		}
 		if budget <= 0 {
 			l.st[cReadBudgetSpent]++
@@ -67,7 +73,7 @@ func (l *loop) readConn(c *Conn) {
 			l.peerEOF(c)
 			return
 		}
-		if !c.readable() || c.flags&fHeld != 0 || n < want && c.flags&fRdHup == 0 {
+		if !c.readable() || c.flags&(fHeld|fSlow) != 0 || n < want && c.flags&fRdHup == 0 {
 			return
 		}
 	}
@@ -98,9 +104,13 @@ func (l *loop) readOnce(c *Conn, budget int) (n, want int, en errno) {
 			return n, len(dst), en
 		}
 		l.account(c, n)
+		if l.pol.chargeRds {
+			l.chargeRead(c, n)
+		}
 		l.releaseIn(c) // the tail lives in l.buf now
 		l.consume(c, l.buf[:k+n], false)
 		l.noteDrain(c, t0, n < len(dst))
+		l.afterRead(c)
 		return n, len(dst), 0
 	}
 	if !l.growIn(c, budget) {
@@ -117,10 +127,14 @@ func (l *loop) readOnce(c *Conn, budget int) (n, want int, en errno) {
 		return n, len(dst), en
 	}
 	l.account(c, n)
+	if l.pol.chargeRds {
+		l.chargeRead(c, n)
+	}
 	c.in = c.in[:len(c.in)+n]
 	l.inBytes += n
 	l.consume(c, c.in, true)
 	l.noteDrain(c, t0, n < len(dst))
+	l.afterRead(c)
 	return n, len(dst), 0
 }
 

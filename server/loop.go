@@ -523,14 +523,19 @@ func (l *loop) deferSlow(c *Conn) bool {
 	}
 	c.flags |= fSlow
 	c.flags &^= fFresh
-	c.slowAt = l.now + p.rejDelay
-	c.nextSlow = l.slowHead
-	l.slowHead = c
-	if l.slowDue == 0 || c.slowAt < l.slowDue {
-		l.slowDue = c.slowAt
-	}
+	l.parkSlow(c, l.now+p.rejDelay)
 	l.st[cSlowReads]++
 	return true
+}
+
+// parkSlow puts c (flagged fSlow) on the slow list, to be read at at.
+func (l *loop) parkSlow(c *Conn, at int64) {
+	c.slowAt = at
+	c.nextSlow = l.slowHead
+	l.slowHead = c
+	if l.slowDue == 0 || at < l.slowDue {
+		l.slowDue = at
+	}
 }
 
 // slowPhase reads the slow connections that are due (all of them when the
@@ -549,9 +554,9 @@ func (l *loop) slowPhase() {
 		c.nextSlow = nil
 		switch {
 		case c.flags&fClosed != 0:
-			c.flags &^= fSlow
-		case all || l.now >= c.slowAt:
-			c.flags &^= fSlow
+			c.flags &^= fSlow | fQuota
+		case l.now >= c.slowAt || all && c.flags&fQuota == 0 || l.draining:
+			c.flags &^= fSlow | fQuota
 			if c.readable() {
 				l.readConn(c)
 				l.flushEarly(c)

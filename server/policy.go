@@ -55,6 +55,19 @@ type AdmissionPolicy struct {
 	// instead of 1 request (the quota's units must then be bytes).
 	CostBytes bool
 
+	// ChargeReadBytes charges every read's bytes to the connection's
+	// tenant as they are read, before anything is decoded (the quota's
+	// units must be bytes; TenantKey is called with the peer address and
+	// no frame, since no protocol tenant is known yet). When a read takes
+	// the tenant past its quota, the frames decoded from it are refused
+	// with reason "tenant" and the quota's retry-after, and the connection
+	// is not read again until that has passed: a flood waits in its own
+	// TCP window instead of being read and refused. With an in-memory
+	// admission.TenantLimiter a read is capped at the quota's burst (a
+	// bigger one could never pass). Frames are then not charged again at
+	// admission; not together with CostBytes.
+	ChargeReadBytes bool
+
 	// ShedOnQueueDelay measures each frame's queueing delay on the loop —
 	// from the earliest moment its bytes could have arrived unseen to its
 	// dispatch — and passes it to the loop's CoDel
@@ -109,13 +122,16 @@ func (p *AdmissionPolicy) enabled() bool { return p.Admitter != nil }
 // validate checks the policy against the engine's loop count.
 func (p *AdmissionPolicy) validate(loops int) error {
 	if p.Admitter == nil {
-		if p.TenantKey != nil || p.Classify != nil || p.CostBytes || p.ShedOnQueueDelay || p.MaxQueueDelay != 0 || p.RejectFlushDelay != 0 {
+		if p.TenantKey != nil || p.Classify != nil || p.CostBytes || p.ChargeReadBytes || p.ShedOnQueueDelay || p.MaxQueueDelay != 0 || p.RejectFlushDelay != 0 {
 			return fmt.Errorf("%w: Policy: options set without an Admitter", ErrInvalidConfig)
 		}
 		return nil
 	}
 	if p.MaxQueueDelay < 0 || p.MaxQueueDelay > 0 && !p.ShedOnQueueDelay {
 		return fmt.Errorf("%w: Policy.MaxQueueDelay = %v: must not be negative and needs ShedOnQueueDelay", ErrInvalidConfig, p.MaxQueueDelay)
+	}
+	if p.ChargeReadBytes && (p.CostBytes || p.Admitter.Tenants() == nil) {
+		return fmt.Errorf("%w: Policy.ChargeReadBytes needs the Admitter's tenant quota and excludes CostBytes", ErrInvalidConfig)
 	}
 	if p.RejectFlushDelay < 0 || p.RejectFlushDelay > time.Second {
 		return fmt.Errorf("%w: Policy.RejectFlushDelay = %v: must be in [0, 1s]", ErrInvalidConfig, p.RejectFlushDelay)

@@ -47,6 +47,10 @@ type loopPolicy struct {
 	key       admission.TenantKeyFunc
 	classify  func(*Conn, []byte, *admission.Frame)
 	costBytes bool
+	chargeRds bool          // ChargeReadBytes
+	readCap   int           // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
+	readOver  bool          // the bytes being dispatched took their tenant past its quota
+	readRetry time.Duration // and when the quota has room again
 	shedDelay bool
 	maxDelay  int64 // MaxQueueDelay in ns; 0: none
 	rejDelay  int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
@@ -99,6 +103,10 @@ func (l *loop) initPolicy() {
 	}
 	p.classify = pc.Classify
 	p.costBytes = pc.CostBytes
+	p.chargeRds = pc.ChargeReadBytes
+	if tl, ok := pc.Admitter.Tenants().(*admission.TenantLimiter); ok && p.chargeRds {
+		p.readCap = int(min(tl.Quota().Burst, math.MaxInt32))
+	}
 	p.shedDelay = pc.ShedOnQueueDelay
 	p.maxDelay = int64(pc.MaxQueueDelay)
 	p.rejDelay = int64(pc.RejectFlushDelay)
@@ -308,11 +316,18 @@ func (l *loop) frameIn(c *Conn, frame []byte) bool {
 // reports whether the frame may proceed.
 func (l *loop) admitPolicy(c *Conn, frame []byte) bool {
 	p := &l.pol
+	if p.readOver { // ChargeReadBytes: the read that brought this frame was over quota
+		l.refuse(c, frame, admission.ReasonTenant, p.readRetry)
+		return false
+	}
 	f := &p.frame
 	f.Tenant = p.key(p.keyBuf[:0], c.remote, nil)
 	f.Cost = 1
 	if p.costBytes {
 		f.Cost = int64(len(frame))
+	}
+	if p.chargeRds {
+		f.Tenant = nil // charged as read
 	}
 	f.Priority = admission.PriorityNormal
 	f.ConnPending = int(c.pending)
@@ -635,4 +650,31 @@ func (l *loop) acceptReject() bool {
 		l.pauseForFds(en)
 	}
 	return false
+}
+
+// chargeRead charges n bytes just read from c to its tenant
+// (ChargeReadBytes); over quota, the frames decoded from them are refused
+// (admitPolicy) and afterRead parks c until the quota has room.
+func (l *loop) chargeRead(c *Conn, n int) {
+	p := &l.pol
+	p.keyBuf = p.key(p.keyBuf[:0], c.remote, nil)
+	if v, _ := p.lp.ChargeBytes(context.Background(), l.wallTime(l.now), p.keyBuf, int64(n)); !v.Admit {
+		p.readOver, p.readRetry = true, max(v.RetryAfter, time.Millisecond)
+	}
+}
+
+// afterRead ends a charged read's dispatch: a connection whose read went
+// over its tenant's quota is not read again until the retry-after.
+func (l *loop) afterRead(c *Conn) {
+	p := &l.pol
+	if !p.readOver {
+		return
+	}
+	p.readOver = false
+	if c.flags&(fClosed|fSlow) != 0 {
+		return
+	}
+	c.flags |= fSlow | fQuota
+	c.flags &^= fFresh
+	l.parkSlow(c, l.now+int64(p.readRetry))
 }

@@ -32,6 +32,7 @@ type overloadFlags struct {
 	tenantRate     float64
 	tenantBurst    int64
 	tenantBytes    bool
+	tenantReads    bool
 	concurrency    int
 	shed           bool
 	codelTarget    time.Duration
@@ -60,6 +61,7 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.tenantRate, "tenant-rate", 0, "per-tenant (peer IP) quota in requests per second, GCRA (0: none)")
 	fs.Int64Var(&o.tenantBurst, "tenant-burst", 0, "per-tenant burst (0: one second of -tenant-rate)")
 	fs.BoolVar(&o.tenantBytes, "tenant-bytes", false, "charge each frame's bytes to the tenant instead of 1 request (-tenant-rate is then bytes per second)")
+	fs.BoolVar(&o.tenantReads, "tenant-charge-reads", false, "with -tenant-bytes: charge bytes as they are read, before decoding; a read over quota has its frames refused and the connection is not read until the quota has room")
 	fs.IntVar(&o.concurrency, "concurrency", 0, "concurrency limit (bulkhead) on the simulated work; frames past it are refused with reason concurrency (0: none)")
 	fs.BoolVar(&o.shed, "shed", false, "active shedding: CoDel on each frame's queueing delay (on the loop, or in the worker pool), refusing with reason codel")
 	fs.DurationVar(&o.codelTarget, "codel-target", 5*time.Millisecond, "CoDel target queueing delay (-shed)")
@@ -93,6 +95,9 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 		return nil, nil, fmt.Errorf("-tenant-rate %v, -tenant-burst %d: must not be negative", o.tenantRate, o.tenantBurst)
 	case o.maxQueuedBytes < 0 || o.maxInflight < 0 || o.budgetConns < 0 || o.concurrency < 0:
 		return nil, nil, fmt.Errorf("-max-queued-bytes, -max-inflight, -budget-conns and -concurrency must not be negative")
+	}
+	if o.tenantReads && (!o.tenantBytes || o.tenantRate <= 0) {
+		return nil, nil, fmt.Errorf("-tenant-charge-reads needs -tenant-bytes and -tenant-rate")
 	}
 	if o.work < 0 {
 		return nil, nil, fmt.Errorf("-work %v: must not be negative", o.work)
@@ -151,7 +156,7 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 		if adm, err = admission.NewAdmitter(acfg); err != nil {
 			return nil, nil, err
 		}
-		cfg.Policy = server.AdmissionPolicy{Admitter: adm, CostBytes: o.tenantBytes,
+		cfg.Policy = server.AdmissionPolicy{Admitter: adm, CostBytes: o.tenantBytes && !o.tenantReads, ChargeReadBytes: o.tenantBytes && o.tenantReads,
 			ShedOnQueueDelay: o.shed && o.workMode == workInline, RejectFlushDelay: o.rejectDelay}
 		if cfg.Policy.ShedOnQueueDelay {
 			cfg.Policy.MaxQueueDelay = o.maxQueueDelay
