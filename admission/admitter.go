@@ -502,6 +502,10 @@ func (l *Loop) ChargeBytes(ctx context.Context, now time.Time, tenant []byte, n 
 	return a.chargeTenant(ctx, now, tenant, n)
 }
 
+// Idempotency returns the store the Admitter claims idempotency keys in
+// (nil: none); handlers Finish or Abandon their claims there.
+func (a *Admitter) Idempotency() Store { return a.cfg.Idempotency }
+
 // Tenants returns the tenant quota the Admitter charges (nil: none).
 func (a *Admitter) Tenants() TenantQuota { return a.cfg.Tenants }
 

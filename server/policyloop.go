@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -305,7 +306,7 @@ func (l *loop) frameIn(c *Conn, frame []byte) bool {
 		}
 	}
 	if pl := l.e.pool; pl != nil {
-		pl.submit(l, c, frame)
+		pl.submit(l, c, frame, l.poolClaim(c))
 		return false
 	}
 	return true
@@ -519,6 +520,18 @@ func (l *loop) readWhileOver(c *Conn, budget *int) bool {
 func (l *loop) overQueued() bool {
 	m := l.cfg.MaxQueuedBytes
 	return m > 0 && l.outBytes+l.inBytes+l.pol.othersQueued >= m
+}
+
+// poolClaim hands the policy's new idempotency claim for c's current
+// frame, if any, to the worker pool (FrameClaimFrom), with a copy of its
+// key.
+func (l *loop) poolClaim(c *Conn) *poolClaim {
+	p := &l.pol
+	if !p.on || p.claim != c || !p.frame.Claimed || p.frame.Claim.State != admission.ClaimNew {
+		return nil
+	}
+	p.claim = nil
+	return &poolClaim{claim: p.frame.Claim, key: bytes.Clone(p.frame.IdempotencyKey), store: p.adm.Idempotency()}
 }
 
 // FrameClaim returns the idempotency claim the policy made for the frame

@@ -36,6 +36,41 @@ type poolTask struct {
 	buf      *bytebufferpool.ByteBuffer
 	enq      int64 // loop clock at ingress
 	deadline int64 // loop clock; 0: none
+	claim    *poolClaim
+}
+
+// poolClaim is the idempotency claim (ClaimNew) the policy made for a
+// pooled frame: the handler gets it through FrameClaimFrom, and a task the
+// pool refuses abandons it so that a retry runs again.
+type poolClaim struct {
+	claim admission.Claim
+	key   []byte // a copy: the frame's own bytes are gone by then
+	store admission.Store
+}
+
+// claimCtxKey keys the claim in a pooled request's context.
+type claimCtxKey struct{}
+
+// FrameClaimFrom returns the idempotency claim the admission policy made
+// for the frame a PoolHandler is serving (ClaimNew: the handler runs and
+// should Finish or Abandon it with its Token on the Admitter's store), and
+// false when the frame has none. It is the pool's counterpart of
+// Conn.FrameClaim. A frame the pool refuses instead of serving (queue
+// full, deadline, draining, CoDel) has its claim abandoned by the engine.
+func FrameClaimFrom(ctx context.Context) (admission.Claim, bool) {
+	pc, ok := ctx.Value(claimCtxKey{}).(*poolClaim)
+	if !ok || pc == nil {
+		return admission.Claim{}, false
+	}
+	return pc.claim, true
+}
+
+// abandon releases t's claim, if any, after the pool refused t.
+func (p *pool) abandon(t *poolTask) {
+	if pc := t.claim; pc != nil {
+		_ = pc.store.Abandon(context.Background(), p.e.wallTime(p.e.clock()), pc.key, pc.claim.Token)
+		t.claim = nil
+	}
 }
 
 // pool is the engine's bounded worker pool for a BlockingHandler (see
@@ -89,8 +124,8 @@ func (p *pool) start() {
 
 // submit queues frame for a worker, on loop l. A full queue or a draining
 // pool refuses it at once: the loop never waits.
-func (p *pool) submit(l *loop, c *Conn, frame []byte) {
-	t := poolTask{l: l, c: c, fd: c.fd, gen: c.gen, enq: l.now}
+func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
+	t := poolTask{l: l, c: c, fd: c.fd, gen: c.gen, enq: l.now, claim: claim}
 	if cfg := &p.cfg; cfg.Deadline != nil {
 		if d := cfg.Deadline(frame, l.wallTime(l.now)); !d.IsZero() {
 			t.deadline = max(int64(d.Sub(p.e.start)), 1)
@@ -104,11 +139,13 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte) {
 	case p.draining || p.closed:
 		p.st.Rejects[admission.ReasonDraining]++
 		p.mu.Unlock()
+		p.abandon(&t)
 		l.answerReject(c, frame, admission.ReasonDraining.String(), 0)
 		return
 	case p.n == len(p.q):
 		p.st.Rejects[admission.ReasonQueue]++
 		p.mu.Unlock()
+		p.abandon(&t)
 		l.answerReject(c, frame, admission.ReasonQueue.String(), p.cfg.RetryAfter)
 		return
 	}
@@ -189,6 +226,9 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 		if t.deadline != 0 {
 			ctx, cancel = context.WithDeadline(p.ctx, p.e.wallTime(t.deadline))
 		}
+		if t.claim != nil {
+			ctx = context.WithValue(ctx, claimCtxKey{}, t.claim)
+		}
 		a := p.cfg.Handler.ServeFrame(ctx, t.c, t.buf.B)
 		if cancel != nil {
 			cancel()
@@ -200,6 +240,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 			p.e.beginShutdown(p.e.clock() + int64(p.e.cfg.DrainTimeout))
 		}
 	} else {
+		p.abandon(t)
 		p.reject(t, reason, retry)
 	}
 	bytebufferpool.Put(t.buf)
