@@ -269,14 +269,23 @@ func TestEMFILE(t *testing.T) {
 	if err := echoOnce(conns[0], "still here"); err != nil {
 		t.Fatalf("accepted connection at EMFILE: %v", err)
 	}
-	// free fds: close the accepted connections; the rest get accepted
+	serveWaiting(t, conns, int(accepted))
+	waitUntil(t, 10*time.Second, "every connection accepted", func() bool {
+		return ch.report(t, "").Stats.Accepted >= total
+	})
+}
+
+// serveWaiting frees the fds of the first accepted connections (closing
+// them) and then expects the waiting rest to be accepted as fds free up,
+// echoing each, a batch of at most accepted (at least one) at a time.
+func serveWaiting(t *testing.T, conns []net.Conn, accepted int) {
+	t.Helper()
 	for _, c := range conns[:accepted] {
 		c.Close()
 	}
-	// the waiting ones are accepted as fds free up: a batch at a time
 	rest := conns[accepted:]
 	for len(rest) > 0 {
-		batch := rest[:min(int(accepted), len(rest))]
+		batch := rest[:min(max(accepted, 1), len(rest))]
 		for i, c := range batch {
 			if err := echoOnce(c, fmt.Sprint("late ", i)); err != nil {
 				t.Fatalf("waiting connection after fds were freed: %v", err)
@@ -287,9 +296,6 @@ func TestEMFILE(t *testing.T) {
 		}
 		rest = rest[len(batch):]
 	}
-	waitUntil(t, 10*time.Second, "every connection accepted", func() bool {
-		return ch.report(t, "").Stats.Accepted >= total
-	})
 }
 
 // echoOnce sends msg and expects it back within 5 s.

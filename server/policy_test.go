@@ -721,22 +721,7 @@ func TestEMFILEPolicy(t *testing.T) {
 	if g.Pauses > uint64(2*window/(100*time.Millisecond))+5 {
 		t.Errorf("%d policy pauses in about %v", g.Pauses, window)
 	}
-	for _, c := range conns[:accepted] {
-		c.Close()
-	}
-	rest := conns[accepted:]
-	for len(rest) > 0 {
-		batch := rest[:min(int(accepted), len(rest))]
-		for i, c := range batch {
-			if err := echoOnce(c, fmt.Sprint("late ", i)); err != nil {
-				t.Fatalf("waiting connection after fds were freed: %v", err)
-			}
-		}
-		for _, c := range batch {
-			c.Close()
-		}
-		rest = rest[len(batch):]
-	}
+	serveWaiting(t, conns, int(accepted)) // a batch of one when none got in before the pause
 	r2 := waitReport(t, ch, "gate open and all accepted", func(r childReport) bool {
 		return r.Stats.Accepted >= total && r.Stats.Admission.Gate.State == admission.GateOpen
 	})
