@@ -116,8 +116,13 @@
 // global caps, tenant quota (GCRA), the connection's queue, the
 // idempotency claim — then, with ShedOnQueueDelay, CoDel on the frame's
 // queueing delay (measured from when its bytes could first have been seen:
-// the previous turn's start on a busy loop) and MaxQueueDelay; then a
-// FrameAdmitter, if any. A refused frame never reaches the handler: the
+// the connection's last draining read, or the previous wait for a fresh
+// edge) and MaxQueueDelay; then a FrameAdmitter, if any. With
+// ChargeReadBytes the tenant quota is charged per read instead, before
+// decoding, and a connection over its quota is not read until it has room.
+// RejectFlushDelay batches refusals: reject-only output waits for the next
+// reply or the delay, and a connection whose unread bytes would all be
+// refused is read from a slow list. A refused frame never reaches the handler: the
 // codec's Rejecter (RejecterFor: a "-REJECT reason ms" frame for the
 // length and line codecs, envelope rejects, RESP -ERR/-BUSY, HTTP 429/503
 // with Retry-After) answers it with the reason and a retry-after, the
@@ -133,8 +138,11 @@
 // Config.MaxFramesPerTurn keeps one pipelined connection from holding a
 // loop for a whole read's worth of frames. Config.Pool runs a
 // BlockingHandler on a bounded worker pool with an enqueue deadline, a
-// per-request deadline in its context, and CoDel with newest-first service;
-// replies come back through the loop inbox.
+// per-request deadline and the frame's idempotency claim in its context
+// (FrameClaimFrom), and CoDel with newest-first service; replies come back
+// through the loop inbox. With a Policy, the engine takes the Admitter's
+// MaxConns and MaxQueuedBytes as its own exact caps unless Config sets
+// them.
 //
 // # Stats
 //
