@@ -365,7 +365,8 @@ func (l *loop) admitPolicy(c *Conn, frame []byte) bool {
 			return false
 		}
 		if p.maxDelay > 0 && t-p.since > p.maxDelay {
-			l.refuse(c, frame, admission.ReasonQueue, time.Duration(p.maxDelay))
+			// come back no sooner than this reject may have been held
+			l.refuse(c, frame, admission.ReasonQueue, time.Duration(max(p.maxDelay, p.rejDelay)))
 			return false
 		}
 	}
