@@ -280,7 +280,7 @@ func (c *comparison) runLoadChild(ctx context.Context, args []string, window tim
 		cpus = c.cfg.ClientCPUs
 	}
 	timeout := window + DefaultConnectTimeout + 30*time.Second
-	out, runErr := runChild(ctx, c.benchBin, args, c.cfg.BenchEnv, c.cfg.ClientProcs, cpus, timeout)
+	out, runErr := RunChild(ctx, c.benchBin, args, c.cfg.BenchEnv, c.cfg.ClientProcs, cpus, timeout)
 	var res LoadResult
 	if len(out) > 0 {
 		if err := json.Unmarshal(out, &res); err == nil {
@@ -304,7 +304,7 @@ func (c *comparison) runOne(ctx context.Context, srv string, s Scenario, round i
 		c.done("[%d/%d] round %d/%d  %-10s %-7s failed: %v", c.runsDone+1, c.runsAll, round, c.cfg.Rounds, s.Name, srv, err)
 		return run
 	}
-	res, err := c.runLoadChild(ctx, c.loadArgs(p.addr, p.pid, s, rate, c.cfg.Warmup, c.cfg.Duration), c.cfg.Warmup+c.cfg.Duration)
+	res, err := c.runLoadChild(ctx, c.loadArgs(p.Addr, p.Pid, s, rate, c.cfg.Warmup, c.cfg.Duration), c.cfg.Warmup+c.cfg.Duration)
 	run.Note = p.stop(serverStopTimeout)
 	run.Result = res
 	if err != nil {

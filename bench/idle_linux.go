@@ -24,7 +24,7 @@ func (c *comparison) measureIdle(ctx context.Context, srv string) IdleResult {
 	}
 	defer p.stop(serverStopTimeout)
 	rss := func() int64 {
-		pc, err := ReadProcCounters(p.pid)
+		pc, err := ReadProcCounters(p.Pid)
 		if err != nil {
 			return -1
 		}
@@ -32,9 +32,9 @@ func (c *comparison) measureIdle(ctx context.Context, srv string) IdleResult {
 	}
 	sleepCtx(ctx, c.cfg.IdleSettle)
 	res.BaseRSSKiB = rss()
-	baseFds := countFds(p.pid)
+	baseFds := countFds(p.Pid)
 
-	sa, family, err := resolveSockaddr(p.addr)
+	sa, family, err := resolveSockaddr(p.Addr)
 	if err != nil {
 		res.Error = err.Error()
 		return res
@@ -49,7 +49,7 @@ func (c *comparison) measureIdle(ctx context.Context, srv string) IdleResult {
 	// Wait until the server holds every connection (its fd count), then
 	// settle.
 	deadline := time.Now().Add(10 * time.Second)
-	for countFds(p.pid)-baseFds < len(fds) && time.Now().Before(deadline) && ctx.Err() == nil {
+	for countFds(p.Pid)-baseFds < len(fds) && time.Now().Before(deadline) && ctx.Err() == nil {
 		sleepCtx(ctx, 50*time.Millisecond)
 	}
 	sleepCtx(ctx, c.cfg.IdleSettle)

@@ -133,15 +133,15 @@ func (o *overload) server(purpose, srv string, work time.Duration, extra ...stri
 // load runs the generator pinned to the client CPUs against p.
 func (o *overload) load(ctx context.Context, p *serverProc, rate float64, closed bool) (*LoadResult, error) {
 	c := o.cfg
-	args := []string{"load", "-json", "-addr", p.addr, "-codec", CodecLength.String(),
+	args := []string{"load", "-json", "-addr", p.Addr, "-codec", CodecLength.String(),
 		"-conns", strconv.Itoa(c.Conns), "-size", strconv.Itoa(c.Size),
-		"-warmup", c.Warmup.String(), "-duration", c.Duration.String(), "-server-pid", strconv.Itoa(p.pid)}
+		"-warmup", c.Warmup.String(), "-duration", c.Duration.String(), "-server-pid", strconv.Itoa(p.Pid)}
 	if closed {
 		args = append(args, "-inflight", strconv.Itoa(c.InFlight))
 	} else {
 		args = append(args, "-rate", strconv.FormatFloat(rate, 'f', 0, 64))
 	}
-	out, err := runChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, c.Warmup+c.Duration+DefaultConnectTimeout+30*time.Second)
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, c.Warmup+c.Duration+DefaultConnectTimeout+30*time.Second)
 	var res LoadResult
 	if len(out) > 0 && json.Unmarshal(out, &res) == nil {
 		return &res, err
@@ -304,7 +304,7 @@ func (o *overload) memoryRun(ctx context.Context, srv string, round int) MemoryR
 		}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	base, _ := ReadProcCounters(p.pid)
+	base, _ := ReadProcCounters(p.Pid)
 	run.BaselineRSSKiB = base.RSSKiB
 	kern0 := tcpMemKiB()
 	stop := make(chan struct{})
@@ -319,7 +319,7 @@ func (o *overload) memoryRun(ctx context.Context, srv string, round int) MemoryR
 				return
 			case <-t.C:
 			}
-			if pc, err := ReadProcCounters(p.pid); err == nil {
+			if pc, err := ReadProcCounters(p.Pid); err == nil {
 				run.PeakRSSKiB = max(run.PeakRSSKiB, pc.RSSKiB)
 				run.EndRSSKiB = pc.RSSKiB
 			}
@@ -333,9 +333,9 @@ func (o *overload) memoryRun(ctx context.Context, srv string, round int) MemoryR
 			}
 		}
 	}()
-	args := []string{"peerflood", "-json", "-addr", p.addr, "-codec", CodecLength.String(),
+	args := []string{"peerflood", "-json", "-addr", p.Addr, "-codec", CodecLength.String(),
 		"-conns", strconv.Itoa(c.FloodConns), "-size", strconv.Itoa(c.FloodSize), "-duration", c.FloodDuration.String()}
-	out, err := runChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, c.FloodDuration+30*time.Second)
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, c.FloodDuration+30*time.Second)
 	close(stop)
 	<-sampled
 	var res PeerFloodResult
@@ -417,14 +417,14 @@ func readAdmin(addr string) (*adminStats, error) {
 func adminAddr(p *serverProc) (string, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, line := range strings.Split(p.output.String(), "\n") {
+		for _, line := range strings.Split(p.Output.String(), "\n") {
 			if a, ok := strings.CutPrefix(strings.TrimSpace(line), "admin on http://"); ok {
 				return a, nil
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return "", fmt.Errorf("sluice: bench: no admin address from the server: %s", p.output.String())
+	return "", fmt.Errorf("sluice: bench: no admin address from the server: %s", p.Output.String())
 }
 
 // gate runs a connection flood past sluice's connection budget and samples
@@ -476,10 +476,10 @@ func (o *overload) gate(ctx context.Context) {
 		}
 	}()
 	time.Sleep(100 * time.Millisecond)
-	args := []string{"connflood", "-json", "-addr", p.addr, "-codec", CodecLength.String(), "-conns", strconv.Itoa(c.GateFloodConns),
+	args := []string{"connflood", "-json", "-addr", p.Addr, "-codec", CodecLength.String(), "-conns", strconv.Itoa(c.GateFloodConns),
 		"-rate", strconv.FormatFloat(c.GateFloodRate, 'f', 0, 64), "-hold", c.GateHold.String(), "-timeout", "10s"}
 	window := time.Duration(float64(c.GateFloodConns)/c.GateFloodRate*float64(time.Second)) + c.GateHold + 20*time.Second
-	out, err := runChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, window)
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, window)
 	time.Sleep(700 * time.Millisecond) // the last holds end, the gate reopens
 	close(stop)
 	<-sampled
@@ -525,9 +525,9 @@ func (o *overload) backlog(ctx context.Context) {
 				cells[i].Runs = append(cells[i].Runs, run)
 				continue
 			}
-			args := []string{"connflood", "-json", "-addr", p.addr, "-codec", CodecLength.String(), "-conns", strconv.Itoa(c.BacklogConns),
+			args := []string{"connflood", "-json", "-addr", p.Addr, "-codec", CodecLength.String(), "-conns", strconv.Itoa(c.BacklogConns),
 				"-rate", strconv.FormatFloat(c.BacklogRate, 'f', 0, 64), "-hold", "0", "-timeout", "5s"}
-			out, err := runChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, 60*time.Second)
+			out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, 60*time.Second)
 			p.stop(serverStopTimeout)
 			var res ConnFloodResult
 			if len(out) > 0 && json.Unmarshal(out, &res) == nil {

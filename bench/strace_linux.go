@@ -39,8 +39,8 @@ func (c *comparison) measureStrace(ctx context.Context, srv string, s Scenario) 
 	}
 	defer os.RemoveAll(dir)
 	outFile := filepath.Join(dir, "strace.txt")
-	st := exec.Command(straceBin, "-c", "-f", "-o", outFile, "-p", strconv.Itoa(p.pid))
-	var stErr tailBuffer
+	st := exec.Command(straceBin, "-c", "-f", "-o", outFile, "-p", strconv.Itoa(p.Pid))
+	var stErr TailBuffer
 	st.Stderr = &stErr
 	if err := st.Start(); err != nil {
 		mix.Skipped = "strace did not start: " + err.Error()
@@ -61,7 +61,7 @@ func (c *comparison) measureStrace(ctx context.Context, srv string, s Scenario) 
 	}
 	time.Sleep(100 * time.Millisecond) // the remaining threads
 
-	res, runErr := c.runLoadChild(ctx, c.loadArgs(p.addr, p.pid, s, 0, 0, c.cfg.StraceDuration), c.cfg.StraceDuration)
+	res, runErr := c.runLoadChild(ctx, c.loadArgs(p.Addr, p.Pid, s, 0, 0, c.cfg.StraceDuration), c.cfg.StraceDuration)
 	_ = st.Process.Signal(syscall.SIGINT)
 	select {
 	case <-stDone:

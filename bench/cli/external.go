@@ -554,11 +554,11 @@ func (r *extRunner) runRedis(ctx context.Context, srv string, round int, groups 
 	}
 	timeout := 5*time.Minute + time.Duration(r.cfg.Requests)*time.Microsecond*10
 	if r.cfg.Warmup > 0 {
-		_, _ = runTool(ctx, r.rbench, r.redisArgs(p.addr, max(1, r.cfg.Requests/10)), r.cfg.clientPin(), timeout)
+		_, _ = runTool(ctx, r.rbench, r.redisArgs(p.Addr, max(1, r.cfg.Requests/10)), r.cfg.clientPin(), timeout)
 	}
 	var tests []redisTest
-	run := r.measure(p.pid, func() (int64, error) {
-		out, err := runTool(ctx, r.rbench, r.redisArgs(p.addr, r.cfg.Requests), r.cfg.clientPin(), timeout)
+	run := r.measure(p.Pid, func() (int64, error) {
+		out, err := runTool(ctx, r.rbench, r.redisArgs(p.Addr, r.cfg.Requests), r.cfg.clientPin(), timeout)
 		if err != nil {
 			return 0, err
 		}
@@ -593,11 +593,11 @@ func (r *extRunner) runWrk(ctx context.Context, srv string, round int, pipelined
 	}
 	timeout := r.cfg.Duration + r.cfg.Warmup + time.Minute
 	if r.cfg.Warmup > 0 {
-		_, _ = runTool(ctx, r.wrk, r.wrkArgs(p.addr, pipelined, r.cfg.Warmup), r.cfg.clientPin(), timeout)
+		_, _ = runTool(ctx, r.wrk, r.wrkArgs(p.Addr, pipelined, r.cfg.Warmup), r.cfg.clientPin(), timeout)
 	}
 	var res wrkResult
-	run := r.measure(p.pid, func() (int64, error) {
-		out, err := runTool(ctx, r.wrk, r.wrkArgs(p.addr, pipelined, r.cfg.Duration), r.cfg.clientPin(), timeout)
+	run := r.measure(p.Pid, func() (int64, error) {
+		out, err := runTool(ctx, r.wrk, r.wrkArgs(p.Addr, pipelined, r.cfg.Duration), r.cfg.clientPin(), timeout)
 		if err != nil {
 			return 0, err
 		}

@@ -1,19 +1,14 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/sluicenet/sluice/bench"
@@ -28,38 +23,15 @@ const (
 // errNotReady reports a server that did not become ready.
 var errNotReady = errors.New("sluice: bench external: server not ready")
 
-// tailWriter keeps the last 8 KiB written to it, for error messages. It is
-// safe for concurrent use.
-type tailWriter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 8<<10 {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
-}
-
-// extProc is a server process started by the external runner. Only the
-// runner's own children are ever signalled, by pid.
+// extProc is a server process started by the external runner.
 type extProc struct {
-	cmd    *exec.Cmd
-	pid    int
-	addr   string
-	output tailWriter
-	done   chan struct{}
-	err    error // from Wait, valid after done
+	*bench.Child
+}
+
+// extStopNotes are extProc.stop's notes.
+var extStopNotes = bench.StopNotes{
+	Failed: "exit after SIGTERM: %v",
+	Killed: "no exit within %v of SIGTERM; killed",
 }
 
 // startListening starts bin pinned to cpus with GOMAXPROCS=procs and waits
@@ -69,30 +41,13 @@ func startListening(bin string, args, env []string, procs int, cpus []int) (*ext
 	if err != nil {
 		return nil, err
 	}
-	addrCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		found := false
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if a, ok := strings.CutPrefix(line, "listening on "); ok && !found {
-				found = true
-				addrCh <- strings.TrimSpace(a)
-				continue
-			}
-			_, _ = p.output.Write([]byte(line + "\n"))
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case p.addr = <-addrCh:
-		return p, nil
-	case <-p.done:
-		return nil, fmt.Errorf("%w: %s exited (%v): %s", errNotReady, bin, p.err, p.output.String())
-	case <-time.After(extStartTimeout):
-		p.kill()
-		return nil, fmt.Errorf("%w: %s printed no listening line within %v: %s", errNotReady, bin, extStartTimeout, p.output.String())
+	switch err := p.AwaitListening(stdout, extStartTimeout); {
+	case errors.Is(err, bench.ErrChildExited):
+		return nil, fmt.Errorf("%w: %s exited (%v): %s", errNotReady, bin, p.Err, p.Output.String())
+	case err != nil:
+		return nil, fmt.Errorf("%w: %s printed no listening line within %v: %s", errNotReady, bin, extStartTimeout, p.Output.String())
 	}
+	return p, nil
 }
 
 // startRedisServer starts redis-server on addr (a free loopback port)
@@ -108,21 +63,21 @@ func startRedisServer(bin, addr, dir string, cpus []int) (*extProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	go func() { _, _ = io.Copy(&p.output, stdout) }()
-	p.addr = addr
+	go func() { _, _ = io.Copy(&p.Output, stdout) }()
+	p.Addr = addr
 	deadline := time.Now().Add(extStartTimeout)
 	for {
 		if redisPing(addr) == nil {
 			return p, nil
 		}
 		select {
-		case <-p.done:
-			return nil, fmt.Errorf("%w: redis-server exited (%v): %s", errNotReady, p.err, p.output.String())
+		case <-p.Done:
+			return nil, fmt.Errorf("%w: redis-server exited (%v): %s", errNotReady, p.Err, p.Output.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			p.kill()
-			return nil, fmt.Errorf("%w: redis-server did not answer PING on %s within %v: %s", errNotReady, addr, extStartTimeout, p.output.String())
+			p.Kill()
+			return nil, fmt.Errorf("%w: redis-server did not answer PING on %s within %v: %s", errNotReady, addr, extStartTimeout, p.Output.String())
 		}
 	}
 }
@@ -151,74 +106,31 @@ func redisPing(addr string) error {
 // startExt starts bin pinned to cpus (none: unpinned), with GOMAXPROCS=procs
 // when procs > 0, and returns its stdout.
 func startExt(bin string, args, env []string, procs int, cpus []int) (*extProc, io.Reader, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	if procs > 0 {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
-	}
-	p := &extProc{cmd: cmd, done: make(chan struct{})}
-	cmd.Stderr = &p.output
-	stdout, err := cmd.StdoutPipe()
+	c, stdout, err := bench.NewChild(bin, args, env, procs)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := bench.StartPinned(cmd, cpus); err != nil {
+	if err := c.Start(cpus); err != nil {
 		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	p.pid = cmd.Process.Pid
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, stdout, nil
+	return &extProc{Child: c}, stdout, nil
 }
 
 // stop sends SIGTERM and waits for the exit, then SIGKILL. It returns a note
 // when the process did not exit cleanly. redis-server exits 0 on SIGTERM
 // too.
 func (p *extProc) stop() string {
-	select {
-	case <-p.done:
-		return fmt.Sprintf("server exited during the run: %v: %s", p.err, p.output.String())
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		var ee *exec.ExitError
-		if p.err != nil && !(errors.As(p.err, &ee) && ee.ExitCode() == 0) {
-			return fmt.Sprintf("exit after SIGTERM: %v", p.err)
-		}
-		return ""
-	case <-time.After(extStopTimeout):
-		p.kill()
-		return fmt.Sprintf("no exit within %v of SIGTERM; killed", extStopTimeout)
-	}
-}
-
-// kill sends SIGKILL to the process and waits for it.
-func (p *extProc) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	return p.Stop(extStopTimeout, extStopNotes)
 }
 
 // runTool runs a client tool pinned to cpus and returns its stdout; ctx or
 // timeout kill it.
 func runTool(ctx context.Context, bin string, args []string, cpus []int, timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var out bytes.Buffer
-	var errOut tailWriter
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.WaitDelay = 2 * time.Second
-	if err := bench.StartPinned(cmd, cpus); err != nil {
-		return "", fmt.Errorf("start %s: %w", bin, err)
+	out, err := bench.RunChild(ctx, bin, args, nil, 0, cpus, timeout)
+	if se := (*bench.ChildStartError)(nil); errors.As(err, &se) {
+		return "", fmt.Errorf("start %s: %w", bin, se.Err)
 	}
-	if err := cmd.Wait(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %v: %s", bin, strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String(), nil
+	return string(out), err
 }
 
 // freeLoopbackAddr returns a loopback address whose port was free a moment
