@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,7 +55,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Report, error) {
 	}
 	raiseFileLimit()
 	c := &comparison{cfg: cfg, bins: map[string]string{}, started: time.Now()}
-	c.rep = &Report{Started: c.started, Machine: readMachine(), Config: cfg, Scenarios: cfg.Scenarios}
+	c.rep = &Report{Started: c.started, Machine: ReadMachine(), Config: cfg, Scenarios: cfg.Scenarios}
 	needBuild := cfg.BenchBin == ""
 	for _, srv := range cfg.Servers {
 		needBuild = needBuild || srv == ServerSluice
@@ -190,7 +189,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Report, error) {
 			c.rep.Cells = append(c.rep.Cells, *cell)
 		}
 	}
-	c.rep.Machine.LoadAvgEnd = readLoadAvg()
+	c.rep.Machine.LoadAvgEnd = ReadLoadAvg()
 	c.rep.Finished = time.Now()
 	if ctx.Err() != nil {
 		return c.rep, ctx.Err()
@@ -448,39 +447,6 @@ func raiseFileLimit() {
 		lim.Cur = lim.Max
 		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 	}
-}
-
-// readMachine describes this machine.
-func readMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAvgStart: readLoadAvg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil {
-		m.Clocksource = strings.TrimSpace(string(b))
-	}
-	return m
-}
-
-// readLoadAvg returns the first three fields of /proc/loadavg.
-func readLoadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) > 3 {
-		f = f[:3]
-	}
-	return strings.Join(f, " ")
 }
 
 // liveLine is a status line rewritten in place once a second with the time

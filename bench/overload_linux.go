@@ -37,7 +37,7 @@ func Overload(ctx context.Context, cfg OverloadConfig) (*OverloadReport, error) 
 		return nil, err
 	}
 	raiseFileLimit()
-	o := &overload{cfg: cfg, rep: &OverloadReport{Started: time.Now(), Machine: readMachine(), Config: cfg, Commands: map[string]string{}}}
+	o := &overload{cfg: cfg, rep: &OverloadReport{Started: time.Now(), Machine: ReadMachine(), Config: cfg, Commands: map[string]string{}}}
 	if cfg.ModuleDir == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -77,7 +77,7 @@ func Overload(ctx context.Context, cfg OverloadConfig) (*OverloadReport, error) 
 	if cfg.has(PartBacklog) && ctx.Err() == nil {
 		o.backlog(ctx)
 	}
-	o.rep.Machine.LoadAvgEnd = readLoadAvg()
+	o.rep.Machine.LoadAvgEnd = ReadLoadAvg()
 	o.rep.Finished = time.Now()
 	return o.rep, ctx.Err()
 }

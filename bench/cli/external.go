@@ -260,7 +260,7 @@ func runExternalComparison(ctx context.Context, cfg extConfig) (*extReport, erro
 		return nil, err
 	}
 	r := &extRunner{cfg: cfg, bins: map[string]string{}}
-	r.rep = &extReport{Started: time.Now(), Machine: extMachine(), Config: cfg, Tools: map[string]string{}}
+	r.rep = &extReport{Started: time.Now(), Machine: bench.ReadMachine(), Config: cfg, Tools: map[string]string{}}
 	tmp, err := os.MkdirTemp("", "sluice-external-")
 	if err != nil {
 		return nil, err
@@ -312,7 +312,7 @@ func runExternalComparison(ctx context.Context, cfg extConfig) (*extReport, erro
 		g.summarize()
 		r.rep.Groups = append(r.rep.Groups, *g)
 	}
-	r.rep.Machine.LoadAvgEnd = loadAvg()
+	r.rep.Machine.LoadAvgEnd = bench.ReadLoadAvg()
 	r.rep.Finished = time.Now()
 	if ctx.Err() != nil {
 		return r.rep, ctx.Err()
@@ -629,34 +629,4 @@ func (r *extRunner) progress(format string, args ...any) {
 	if r.cfg.Progress != nil {
 		fmt.Fprintf(r.cfg.Progress, format+"\n", args...)
 	}
-}
-
-// extMachine describes this machine (bench.Machine's fields).
-func extMachine() bench.Machine {
-	m := bench.Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadAvgStart: loadAvg()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	if b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil {
-		m.Clocksource = strings.TrimSpace(string(b))
-	}
-	return m
-}
-
-// loadAvg returns the first three fields of /proc/loadavg.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
 }
