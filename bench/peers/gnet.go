@@ -18,24 +18,13 @@ import (
 // Conn.Write (a direct write(2) on the loop) and discards what it consumed;
 // an incomplete frame stays in gnet's inbound buffer.
 type gnetEcho struct {
-	gnet.BuiltinEventEngine
+	gnetBase
 	codec protocol.Codec
 	isRaw bool
 	work  time.Duration
-	ready func(net.Addr)
-	addr  net.Addr
-	eng   gnet.Engine
-	boot  chan struct{}
 	// out holds reply scratch buffers; a pool because OnTraffic runs on
 	// several loops at once when there is more than one.
 	out sync.Pool
-}
-
-func (h *gnetEcho) OnBoot(eng gnet.Engine) gnet.Action {
-	h.eng = eng
-	h.ready(h.addr)
-	close(h.boot)
-	return gnet.None
 }
 
 func (h *gnetEcho) OnTraffic(c gnet.Conn) gnet.Action {
@@ -67,11 +56,45 @@ func (h *gnetEcho) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// serveGnet runs the gnet peer: one event loop per GOMAXPROCS (cfg.Loops) and
-// SO_REUSEPORT, the options gnet recommends for a multi-core server on Linux;
-// everything else at gnet's defaults (TCP_NODELAY on, level-triggered loops,
-// 64 KiB read buffer).
+// serveGnet runs the gnet peer.
 func serveGnet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool, ready func(net.Addr)) error {
+	h := &gnetEcho{codec: codec, isRaw: isRaw, work: cfg.Work}
+	h.out.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	return runGnet(ctx, cfg, ready, h)
+}
+
+// gnetBase is what the gnet peers' handlers share: gnet's default event
+// handlers and an OnBoot that keeps the engine, for stopping it, and reports
+// the address.
+type gnetBase struct {
+	gnet.BuiltinEventEngine
+	ready func(net.Addr)
+	addr  net.Addr
+	eng   gnet.Engine
+	boot  chan struct{}
+}
+
+func (b *gnetBase) OnBoot(eng gnet.Engine) gnet.Action {
+	b.eng = eng
+	b.ready(b.addr)
+	close(b.boot)
+	return gnet.None
+}
+
+func (b *gnetBase) base() *gnetBase { return b }
+
+// gnetHandler is a gnet peer's handler, with its gnetBase.
+type gnetHandler interface {
+	gnet.EventHandler
+	base() *gnetBase
+}
+
+// runGnet runs h on cfg.Addr until ctx is done (it returns nil then) or gnet
+// fails: one event loop per GOMAXPROCS (cfg.Loops) and SO_REUSEPORT, the
+// options gnet recommends for a multi-core server on Linux; everything else
+// at gnet's defaults (TCP_NODELAY on, level-triggered loops, 64 KiB read
+// buffer). ready gets the address once gnet has booted.
+func runGnet(ctx context.Context, cfg Config, ready func(net.Addr), h gnetHandler) error {
 	addr, err := resolvePort(cfg.Addr)
 	if err != nil {
 		return err
@@ -80,8 +103,8 @@ func serveGnet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool
 	if err != nil {
 		return err
 	}
-	h := &gnetEcho{codec: codec, isRaw: isRaw, work: cfg.Work, ready: ready, addr: tcpAddr, boot: make(chan struct{})}
-	h.out.New = func() any { b := make([]byte, 0, 64<<10); return &b }
+	b := h.base()
+	b.ready, b.addr, b.boot = ready, tcpAddr, make(chan struct{})
 	done := make(chan struct{})
 	stopped := make(chan struct{}) // the stopper has returned (Engine.Stop polls for up to 500 ms)
 	go func() {
@@ -89,9 +112,9 @@ func serveGnet(ctx context.Context, cfg Config, codec protocol.Codec, isRaw bool
 		select {
 		case <-ctx.Done():
 			select {
-			case <-h.boot:
+			case <-b.boot:
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_ = h.eng.Stop(sctx)
+				_ = b.eng.Stop(sctx)
 				cancel()
 			case <-done:
 			}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
-	"github.com/panjf2000/gnet/v2/pkg/logging"
 
 	"github.com/sluicenet/sluice/internal/httpecho"
 )
@@ -51,21 +50,10 @@ func serveHTTP(ctx context.Context, cfg Config, ready func(net.Addr)) error {
 // buffer. A request that does not keep the connection alive, or does not
 // parse, closes it after its response.
 type gnetHTTP struct {
-	gnet.BuiltinEventEngine
+	gnetBase
 	codec httpecho.Codec
 	h     *httpecho.Handler
-	ready func(net.Addr)
-	addr  net.Addr
-	eng   gnet.Engine
-	boot  chan struct{}
 	out   sync.Pool // reply buffers: OnTraffic runs on several loops at once
-}
-
-func (g *gnetHTTP) OnBoot(eng gnet.Engine) gnet.Action {
-	g.eng = eng
-	g.ready(g.addr)
-	close(g.boot)
-	return gnet.None
 }
 
 func (g *gnetHTTP) OnTraffic(c gnet.Conn) gnet.Action {
@@ -104,45 +92,10 @@ func (g *gnetHTTP) OnTraffic(c gnet.Conn) gnet.Action {
 // peer: one event loop per cfg.Loops, SO_REUSEPORT, gnet's defaults
 // otherwise.
 func serveGnetHTTP(ctx context.Context, cfg Config, ready func(net.Addr)) error {
-	addr, err := resolvePort(cfg.Addr)
-	if err != nil {
-		return err
-	}
-	tcpAddr, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		return err
-	}
 	var codec httpecho.Codec
-	g := &gnetHTTP{codec: codec, h: httpecho.NewHandler(codec), ready: ready, addr: tcpAddr, boot: make(chan struct{})}
+	g := &gnetHTTP{codec: codec, h: httpecho.NewHandler(codec)}
 	g.out.New = func() any { b := make([]byte, 0, 4<<10); return &b }
-	done := make(chan struct{})
-	stopped := make(chan struct{}) // the stopper has returned (Engine.Stop polls for up to 500 ms)
-	go func() {
-		defer close(stopped)
-		select {
-		case <-ctx.Done():
-			select {
-			case <-g.boot:
-				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_ = g.eng.Stop(sctx)
-				cancel()
-			case <-done:
-			}
-		case <-done:
-		}
-	}()
-	err = gnet.Run(g, "tcp://"+addr,
-		gnet.WithMulticore(true),
-		gnet.WithNumEventLoop(cfg.Loops),
-		gnet.WithReusePort(true),
-		gnet.WithLogLevel(logging.ErrorLevel),
-	)
-	close(done)
-	<-stopped
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return runGnet(ctx, cfg, ready, g)
 }
 
 // netHTTPMaxBodyBytes matches httpecho.DefaultMaxBodyBytes, the body limit
