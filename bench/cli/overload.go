@@ -105,23 +105,12 @@ func runConnFlood(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "connect plus answer timeout per connection")
 	jsonOut := fs.Bool("json", false, "print every record as JSON")
 	_ = fs.Parse(args)
-	c, err := bench.ParseCodec(*codec)
-	if err != nil {
-		return err
-	}
-	cfg.Codec = c
-	res, err := bench.ConnFlood(ctx, cfg)
-	if res == nil {
-		return err
-	}
-	if *jsonOut {
-		if jerr := json.NewEncoder(os.Stdout).Encode(res); jerr != nil {
-			return jerr
-		}
-		return err
-	}
-	fmt.Printf("outcomes %v\n", res.Outcomes())
-	return err
+	return runFloodChild(*codec, *jsonOut, func(c bench.Codec) (*bench.ConnFloodResult, error) {
+		cfg.Codec = c
+		return bench.ConnFlood(ctx, cfg)
+	}, func(res *bench.ConnFloodResult) {
+		fmt.Printf("outcomes %v\n", res.Outcomes())
+	})
 }
 
 // runPeerFlood runs peers that send and never read (the overload runner's
@@ -137,21 +126,33 @@ func runPeerFlood(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.RcvBufBytes, "rcvbuf", 4096, "each peer's SO_RCVBUF, set before connecting")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	_ = fs.Parse(args)
-	c, err := bench.ParseCodec(*codec)
+	return runFloodChild(*codec, *jsonOut, func(c bench.Codec) (*bench.PeerFloodResult, error) {
+		cfg.Codec = c
+		return bench.PeerFlood(ctx, cfg)
+	}, func(res *bench.PeerFloodResult) {
+		fmt.Printf("%d peers sent %d MiB; %d closed by the server\n", res.Conns, res.SentBytes>>20, res.Closed)
+	})
+}
+
+// runFloodChild parses codec, runs a flood child's flood with it and prints
+// the result on stdout: as JSON with jsonOut, else with printText. It returns
+// the codec's error, or the flood's (with its result printed when there is
+// one), or the JSON encoder's.
+func runFloodChild[R any](codec string, jsonOut bool, flood func(bench.Codec) (*R, error), printText func(*R)) error {
+	c, err := bench.ParseCodec(codec)
 	if err != nil {
 		return err
 	}
-	cfg.Codec = c
-	res, err := bench.PeerFlood(ctx, cfg)
+	res, err := flood(c)
 	if res == nil {
 		return err
 	}
-	if *jsonOut {
+	if jsonOut {
 		if jerr := json.NewEncoder(os.Stdout).Encode(res); jerr != nil {
 			return jerr
 		}
 		return err
 	}
-	fmt.Printf("%d peers sent %d MiB; %d closed by the server\n", res.Conns, res.SentBytes>>20, res.Closed)
+	printText(res)
 	return err
 }
