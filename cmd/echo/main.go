@@ -32,14 +32,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
+	"github.com/sluicenet/sluice/internal/cmdutil"
 	"github.com/sluicenet/sluice/internal/httpecho"
-	"github.com/sluicenet/sluice/internal/ratelog"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/server"
 	"github.com/sluicenet/sluice/server/admin"
@@ -112,11 +110,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	logh, err := ratelog.New(slog.NewTextHandler(os.Stderr, nil), ratelog.Options{Burst: 5, Interval: 10 * time.Second})
+	logger, logh, err := cmdutil.NewLogger()
 	if err != nil {
 		return err
 	}
-	cfg.Logger = slog.New(logh)
+	cfg.Logger = logger
 
 	e, err := server.New(cfg, handler)
 	if err != nil {
@@ -129,23 +127,15 @@ func run(args []string) error {
 	if err := e.Start(); err != nil {
 		return err
 	}
-	if *adminAddr != "" {
-		adm, err := admin.New(*adminAddr, admin.Config{Stats: e, Logger: cfg.Logger, Metrics: metrics.Options{Logs: logh, Admission: admSource}})
-		if err != nil {
-			_ = e.Shutdown(context.Background())
-			return fmt.Errorf("-admin-addr: %w", err)
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = adm.Shutdown(sctx)
-		}()
-		context.AfterFunc(ctx, func() { adm.SetDraining(true) })   // /readyz fails before the listener closes
-		fmt.Fprintf(os.Stderr, "admin on http://%s\n", adm.Addr()) // stdout carries only the listening line
+	stopAdmin, err := cmdutil.StartAdmin(ctx, *adminAddr, admin.Config{Stats: e, Logger: cfg.Logger, Metrics: metrics.Options{Logs: logh, Admission: admSource}})
+	if err != nil {
+		_ = e.Shutdown(context.Background())
+		return fmt.Errorf("-admin-addr: %w", err)
 	}
+	defer stopAdmin()
 	fmt.Printf("listening on %s\n", e.Addr())
 	lctx, stopLogs := context.WithCancel(ctx)
-	go flushLogs(lctx, logh)
+	go cmdutil.FlushLogs(lctx, nil, logh)
 	err = e.Serve(ctx)
 	stopLogs()
 	_ = logh.Flush(context.Background())
@@ -153,21 +143,6 @@ func run(args []string) error {
 		json.NewEncoder(os.Stderr).Encode(e.Stats())
 	}
 	return err
-}
-
-// flushLogs reports, every 10 s until ctx ends, how many records of each
-// message the rate limiter dropped in floods that stopped.
-func flushLogs(ctx context.Context, h *ratelog.Handler) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = h.Flush(ctx)
-		}
-	}
 }
 
 // echoHandler writes every frame back. When the connection's out-queue is

@@ -24,15 +24,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/internal/cmdutil"
 	"github.com/sluicenet/sluice/internal/kv"
-	"github.com/sluicenet/sluice/internal/ratelog"
 	"github.com/sluicenet/sluice/server/admin"
 	"github.com/sluicenet/sluice/server/metrics"
 )
@@ -83,11 +82,11 @@ func run(args []string) error {
 		}
 		o.TenantQuota = &admission.Quota{Count: *tenantRate, Per: time.Second, Burst: burst}
 	}
-	logh, err := ratelog.New(slog.NewTextHandler(os.Stderr, nil), ratelog.Options{Burst: 5, Interval: 10 * time.Second})
+	logger, logh, err := cmdutil.NewLogger()
 	if err != nil {
 		return err
 	}
-	o.Logger = slog.New(logh)
+	o.Logger = logger
 
 	// Catch the signals before announcing the address: a supervisor may
 	// send SIGTERM as soon as it reads the line.
@@ -102,22 +101,14 @@ func run(args []string) error {
 		defer cancel()
 		return s.Shutdown(sctx)
 	}
-	if *adminAddr != "" {
-		adm, err := admin.New(*adminAddr, admin.Config{Stats: s.Engine, Logger: o.Logger, Metrics: metrics.Options{Logs: logh}})
-		if err != nil {
-			_ = shutdown()
-			return fmt.Errorf("-admin-addr: %w", err)
-		}
-		defer func() {
-			actx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = adm.Shutdown(actx)
-		}()
-		context.AfterFunc(ctx, func() { adm.SetDraining(true) })   // /readyz fails before the listener closes
-		fmt.Fprintf(os.Stderr, "admin on http://%s\n", adm.Addr()) // stdout carries only the listening line
+	stopAdmin, err := cmdutil.StartAdmin(ctx, *adminAddr, admin.Config{Stats: s.Engine, Logger: o.Logger, Metrics: metrics.Options{Logs: logh}})
+	if err != nil {
+		_ = shutdown()
+		return fmt.Errorf("-admin-addr: %w", err)
 	}
+	defer stopAdmin()
 	fmt.Printf("listening on %s\n", s.Addr())
-	go flushLogs(ctx, s.Done(), logh)
+	go cmdutil.FlushLogs(ctx, s.Done(), logh)
 	select {
 	case <-ctx.Done():
 	case <-s.Done():
@@ -125,21 +116,4 @@ func run(args []string) error {
 	err = shutdown()
 	_ = logh.Flush(context.Background())
 	return err
-}
-
-// flushLogs reports, every 10 s until ctx ends or done closes, how many
-// records of each message the rate limiter dropped in floods that stopped.
-func flushLogs(ctx context.Context, done <-chan struct{}, h *ratelog.Handler) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-done:
-			return
-		case <-t.C:
-			_ = h.Flush(ctx)
-		}
-	}
 }
