@@ -203,7 +203,7 @@ func (l *loop) signalled() bool {
 // wait is the wait phase.
 func (l *loop) wait() (int, error) {
 	l.listenReady, l.slept = false, false
-	l.prevFull = l.lastEvents >= len(l.p.events)
+	l.prevFull = l.lastEvents >= l.cfg.MaxEventsPerWait // the events array's size
 	var n int
 	var err error
 	// Polling first is skipped after a quiet turn to save a syscall, but
