@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -160,5 +164,59 @@ func TestChargeReadBytes(t *testing.T) {
 	}
 	if _, err := New(Config{Loops: 1, Policy: AdmissionPolicy{Admitter: adm, ChargeReadBytes: true, CostBytes: true}}, HandlerFuncs{}); err == nil {
 		t.Error("New accepted ChargeReadBytes with CostBytes")
+	}
+}
+
+// TestRejectZeroAllocs: refusing frames (tenant quota spent, so every
+// frame is answered with a reject frame) allocates nothing in the steady
+// state: the reject text stays on the stack and is copied into the
+// out-queue's chunks like any reply.
+func TestRejectZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's bookkeeping allocates")
+	}
+	tl, err := admission.NewTenantLimiter(admission.TenantConfig{
+		Quota: admission.Quota{Count: 1, Per: time.Hour, Burst: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Policy: AdmissionPolicy{Admitter: adm}}, echoHandlerAlloc)
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	const n = 16
+	out := pipelined(n, 64)
+	r := bufio.NewReaderSize(c, 64<<10)
+	var hdr [4]byte
+	payload := make([]byte, 256)
+	rejects := 0
+	round := func() {
+		if _, err := c.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
+				t.Fatal(err)
+			}
+			m := int(binary.BigEndian.Uint32(hdr[:]))
+			if m > len(payload) {
+				t.Fatalf("reply of %d bytes", m)
+			}
+			if _, err := io.ReadFull(r, payload[:m]); err != nil {
+				t.Fatal(err)
+			}
+			if bytes.HasPrefix(payload[:m], []byte(RejectPrefix)) {
+				rejects++
+			}
+		}
+	}
+	for i := 0; i < 50; i++ {
+		round()
+	}
+	if rejects < 50*n-1 { // the first frame used the burst
+		t.Fatalf("%d rejects in %d frames", rejects, 50*n)
+	}
+	if a := testing.AllocsPerRun(200, round); a != 0 {
+		t.Errorf("%.2f allocations per round of %d refused frames, want 0", a, n)
 	}
 }
