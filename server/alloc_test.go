@@ -78,25 +78,7 @@ func BenchmarkEcho(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(size)
 			b.ResetTimer()
-			var wg sync.WaitGroup
-			for _, c := range clients {
-				wg.Add(1)
-				go func(c net.Conn) {
-					defer wg.Done()
-					in := make([]byte, len(out))
-					for r := 0; r < rounds; r++ {
-						if _, err := c.Write(out); err != nil {
-							b.Error(err)
-							return
-						}
-						if _, err := io.ReadFull(c, in); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}(c)
-			}
-			wg.Wait()
+			roundTrips(b, clients, out, rounds)
 			b.StopTimer()
 			s := e.Stats()
 			msgs := float64(s.Frames)
@@ -108,3 +90,27 @@ func BenchmarkEcho(b *testing.B) {
 }
 
 func protocolLength() protocol.Codec { return protocol.LengthPrefixed{Header: protocol.Fixed32} }
+
+// roundTrips has every client write out and read as many bytes back,
+// rounds times, all clients at once (echoed pipelined frames).
+func roundTrips(tb testing.TB, clients []net.Conn, out []byte, rounds int) {
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func(c net.Conn) {
+			defer wg.Done()
+			in := make([]byte, len(out))
+			for r := 0; r < rounds; r++ {
+				if _, err := c.Write(out); err != nil {
+					tb.Error(err)
+					return
+				}
+				if _, err := io.ReadFull(c, in); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+}

@@ -235,15 +235,7 @@ func (ch *child) stop() {
 func TestEMFILE(t *testing.T) {
 	ch := startChild(t, "emfile")
 	const total = 12
-	var conns []net.Conn
-	for i := 0; i < total; i++ {
-		c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
-		if err != nil {
-			t.Fatalf("dial %d: %v", i, err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
+	conns := dialN(t, ch.addr, total)
 	var r0 childReport
 	waitUntil(t, 10*time.Second, "EMFILE pause", func() bool {
 		r0 = ch.report(t, "")
@@ -273,6 +265,21 @@ func TestEMFILE(t *testing.T) {
 	waitUntil(t, 10*time.Second, "every connection accepted", func() bool {
 		return ch.report(t, "").Stats.Accepted >= total
 	})
+}
+
+// dialN opens n connections to addr, closed when the test ends.
+func dialN(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, 0, n)
+	for i := 0; i < n; i++ {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns = append(conns, c)
+	}
+	return conns
 }
 
 // serveWaiting frees the fds of the first accepted connections (closing

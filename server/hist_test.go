@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"math"
 	"net"
 	"sync"
@@ -99,27 +98,12 @@ func TestHistogramsUnderLoad(t *testing.T) {
 	t0 := time.Now()
 	e := start(t, Config{Loops: 1, Codec: protocolLength()}, echoHandlerAlloc)
 	out := pipelined(depth, size)
-	var wg sync.WaitGroup
-	for i := 0; i < conns; i++ {
-		c := dial(t, e)
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		wg.Add(1)
-		go func(c net.Conn) {
-			defer wg.Done()
-			in := make([]byte, len(out))
-			for r := 0; r < rounds; r++ {
-				if _, err := c.Write(out); err != nil {
-					t.Error(err)
-					return
-				}
-				if _, err := io.ReadFull(c, in); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}(c)
+	clients := make([]net.Conn, conns)
+	for i := range clients {
+		clients[i] = dial(t, e)
+		clients[i].SetDeadline(time.Now().Add(30 * time.Second))
 	}
-	wg.Wait()
+	roundTrips(t, clients, out, rounds)
 	const frames = conns * rounds * depth
 	var s Stats
 	var h EngineHistograms

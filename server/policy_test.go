@@ -688,15 +688,7 @@ func childPolicy() (AdmissionPolicy, error) {
 func TestEMFILEPolicy(t *testing.T) {
 	ch := startChild(t, "emfile-policy")
 	const total = 10
-	var conns []net.Conn
-	for i := 0; i < total; i++ {
-		c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
-		if err != nil {
-			t.Fatalf("dial %d: %v", i, err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
+	conns := dialN(t, ch.addr, total)
 	var r0 childReport
 	waitUntil(t, 10*time.Second, "policy gate paused", func() bool {
 		r0 = ch.report(t, "")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/server"
 	"github.com/sluicenet/sluice/server/metrics"
@@ -26,6 +27,34 @@ var echo = server.HandlerFuncs{Frame: func(c *server.Conn, frame []byte) server.
 
 // TestRealEngineCounters runs a real engine (raw codec, echo), sends a
 // known load over loopback from a few connections, reads every byte back,
+
+// startWithMetrics starts an echo engine with cfg and registers its
+// NewForEngine collector; stop shuts the engine down (deferred by the
+// caller, before its goroutine-leak check).
+func startWithMetrics(t *testing.T, cfg server.Config) (*server.Engine, *prometheus.Registry, func()) {
+	t.Helper()
+	e, err := server.New(cfg, echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}
+	c, err := metrics.NewForEngine(e, metrics.Options{})
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return e, register(t, c), stop
+}
+
 // closes, and checks that the scraped counters equal what the test sent.
 func TestRealEngineCounters(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -35,25 +64,8 @@ func TestRealEngineCounters(t *testing.T) {
 		writeBytes = 1000
 		perConn    = writes * writeBytes
 	)
-	e, err := server.New(server.Config{Addr: "127.0.0.1:0", Loops: 2}, echo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	}()
-	c, err := metrics.NewForEngine(e, metrics.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := register(t, c)
+	e, reg, stop := startWithMetrics(t, server.Config{Addr: "127.0.0.1:0", Loops: 2})
+	defer stop()
 
 	var wg sync.WaitGroup
 	errs := make(chan error, conns)
@@ -196,25 +208,8 @@ func TestRealEnginePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := server.New(server.Config{Addr: "127.0.0.1:0", Loops: 1, Policy: server.AdmissionPolicy{Admitter: adm}}, echo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	}()
-	c, err := metrics.NewForEngine(e, metrics.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := register(t, c)
+	e, reg, stop := startWithMetrics(t, server.Config{Addr: "127.0.0.1:0", Loops: 1, Policy: server.AdmissionPolicy{Admitter: adm}})
+	defer stop()
 	const writes = 20
 	if err := exchange(e.Addr().String(), 'p', writes, 100); err != nil {
 		t.Fatal(err)
