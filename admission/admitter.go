@@ -40,12 +40,20 @@ func (h RetryHints) withDefaults() RetryHints {
 
 // Config configures an Admitter. The zero value admits everything except
 // what the memory limit (GOMEMLIMIT, when set) and the gate defaults refuse.
+//
+// It holds only what the policy owns. What the engine that runs the
+// Admitter owns, its loop count and the connection and queued-byte caps it
+// enforces itself, the engine hands over with Bind, so each setting exists
+// in one place.
 type Config struct {
-	// Loops is the number of event loops, each of which gets its own Loop
-	// handle. Zero: 1.
-	Loops int
-	// Budgets are the global hard caps.
-	Budgets GlobalBudgets
+	// MaxInflightReqs caps requests admitted and not yet answered (the
+	// worker pool's queue and workers); at the cap frames are refused with
+	// ReasonGlobal. Zero: no cap.
+	MaxInflightReqs int64
+	// MemoryLimitBytes caps Go runtime memory (see
+	// GlobalBudgets.MemoryLimitBytes): zero uses GOMEMLIMIT when it is
+	// set, negative disables the memory budget.
+	MemoryLimitBytes int64
 	// Gate configures the listen gate on the maximum pressure.
 	Gate GateConfig
 	// Memory is the watermark on memory/limit that refuses frames with
@@ -83,9 +91,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Loops == 0 {
-		c.Loops = 1
-	}
 	if c.Memory == (Watermark{}) {
 		c.Memory = Watermark{High: 0.90, Low: 0.80, MinDwell: time.Second}
 	}
@@ -102,10 +107,10 @@ func (c Config) withDefaults() Config {
 // Validate checks the configuration after defaults are applied.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	if c.Loops < 1 || c.SampleInterval < 0 {
-		return fmt.Errorf("%w: Loops %d, SampleInterval %v", ErrBadConfig, c.Loops, c.SampleInterval)
+	if c.SampleInterval < 0 {
+		return fmt.Errorf("%w: SampleInterval %v", ErrBadConfig, c.SampleInterval)
 	}
-	for _, err := range []error{c.Budgets.Validate(), c.Gate.Validate(), c.Memory.Validate(), c.Conn.Validate()} {
+	for _, err := range []error{c.budgets(Binding{}).Validate(), c.Gate.Validate(), c.Memory.Validate(), c.Conn.Validate()} {
 		if err != nil {
 			return err
 		}
@@ -136,14 +141,37 @@ const (
 	flagCPU
 )
 
+// budgets returns the global budgets of c with the engine's caps b.
+func (c Config) budgets(b Binding) GlobalBudgets {
+	return GlobalBudgets{MaxConns: b.MaxConns, MaxInflightReqs: c.MaxInflightReqs,
+		MaxQueuedBytes: b.MaxQueuedBytes, MemoryLimitBytes: c.MemoryLimitBytes}
+}
+
+// Binding is what the engine that runs an Admitter hands it (Bind): the
+// settings the engine owns and the policy derives from.
+type Binding struct {
+	// Loops is the engine's number of event loops; each gets a Loop
+	// handle. At least 1.
+	Loops int
+	// MaxConns is the connection cap the engine enforces at accept time
+	// (0: none); the gate's pressure is open connections over it.
+	MaxConns int64
+	// MaxQueuedBytes is the queued-byte cap the engine enforces before
+	// every read (0: none); frames are refused with ReasonGlobal at it and
+	// the gate's pressure counts it.
+	MaxQueuedBytes int64
+}
+
 // Admitter runs the admission order for every frame and the periodic
 // sampling behind it. The per-frame path (Loop.Admit) reads one atomic word
 // of flags published by Tick, then charges the tenant, then checks the
 // connection, then consults the idempotency store: nothing expensive happens
 // before a cheap refusal. Per-loop state lives in Loop handles, which the
-// loops own; Tick aggregates them. Use NewAdmitter.
+// loops own; Tick aggregates them. Use NewAdmitter, then Bind.
 type Admitter struct {
 	cfg      Config
+	budgets  GlobalBudgets // cfg's and the engine's, set by Bind
+	bound    atomic.Bool
 	memLimit int64
 	gate     *GatePolicy
 	hot      HotSwitch
@@ -173,7 +201,8 @@ type tickState struct {
 	codelHot bool
 }
 
-// NewAdmitter builds an Admitter with cfg.Loops Loop handles.
+// NewAdmitter builds an Admitter from cfg. It has no Loop handles until
+// Bind gives it its engine's loop count and caps.
 func NewAdmitter(cfg Config) (*Admitter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -183,7 +212,8 @@ func NewAdmitter(cfg Config) (*Admitter, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Admitter{cfg: cfg, memLimit: cfg.Budgets.ResolveMemoryLimit(), gate: gate, loops: make([]Loop, cfg.Loops)}
+	a := &Admitter{cfg: cfg, budgets: cfg.budgets(Binding{}), gate: gate}
+	a.memLimit = a.budgets.ResolveMemoryLimit()
 	a.memH, _ = NewHysteresis(cfg.Memory)
 	if cfg.MemoryBytes == nil {
 		a.mem = NewMemorySampler(0) // Tick already rate-limits
@@ -193,24 +223,44 @@ func NewAdmitter(cfg Config) (*Admitter, error) {
 			return nil, err
 		}
 	}
-	for i := range a.loops {
-		l := &a.loops[i]
-		l.a = a
-		if cfg.Lag != nil {
-			if l.lag, err = NewLagSignal(*cfg.Lag); err != nil {
-				return nil, err
-			}
-		}
-		if cfg.CoDel != nil {
-			if l.codel, err = NewCoDel(*cfg.CoDel); err != nil {
-				return nil, err
-			}
-		}
-	}
 	return a, nil
 }
 
-// Loop returns the handle of loop i (0 <= i < Loops), or nil.
+// Bind gives a what its engine owns: one Loop handle per engine loop and
+// the caps the engine enforces, which the gate's pressure and the
+// per-frame global refusal derive from. An Admitter is bound once, before
+// it is used: a second Bind fails with ErrBound, and so does a Binding with
+// no loops or a negative cap (ErrBadConfig).
+func (a *Admitter) Bind(b Binding) error {
+	budgets := a.cfg.budgets(b)
+	if b.Loops < 1 {
+		return fmt.Errorf("%w: Binding.Loops %d: at least 1", ErrBadConfig, b.Loops)
+	}
+	if err := budgets.Validate(); err != nil {
+		return err
+	}
+	if !a.bound.CompareAndSwap(false, true) {
+		return ErrBound
+	}
+	loops := make([]Loop, b.Loops)
+	for i := range loops {
+		l := &loops[i]
+		l.a = a
+		if a.cfg.Lag != nil {
+			l.lag, _ = NewLagSignal(*a.cfg.Lag) // validated by NewAdmitter
+		}
+		if a.cfg.CoDel != nil {
+			l.codel, _ = NewCoDel(*a.cfg.CoDel)
+		}
+	}
+	a.tickMu.Lock()
+	a.budgets, a.loops = budgets, loops
+	a.tickMu.Unlock()
+	return nil
+}
+
+// Loop returns the handle of loop i (0 <= i < Binding.Loops), or nil
+// (always nil before Bind).
 func (a *Admitter) Loop(i int) *Loop {
 	if i < 0 || i >= len(a.loops) {
 		return nil
@@ -224,10 +274,13 @@ func (a *Admitter) Gate() *GatePolicy { return a.gate }
 // Hot returns the hot switch handlers read.
 func (a *Admitter) Hot() *HotSwitch { return &a.hot }
 
-// Budgets returns the global budgets the Admitter was built with (after
-// defaults), so that an engine can enforce the connection and queued-byte
-// caps exactly where it accepts and reads.
-func (a *Admitter) Budgets() GlobalBudgets { return a.cfg.Budgets }
+// Budgets returns the global budgets in force: the policy's own
+// (MaxInflightReqs, MemoryLimitBytes) and the engine's caps from Bind.
+func (a *Admitter) Budgets() GlobalBudgets { return a.budgets }
+
+// CoDel returns the CoDel configuration of the loops' request queues, or
+// nil when the policy does not shed on queueing delay.
+func (a *Admitter) CoDel() *CoDelConfig { return a.cfg.CoDel }
 
 // MemoryLimitBytes returns the resolved memory cap (0: none).
 func (a *Admitter) MemoryLimitBytes() int64 { return a.memLimit }
@@ -291,7 +344,7 @@ func (a *Admitter) Tick(now time.Time) (GateState, bool) {
 		ld.MemoryBytes, _ = a.mem.Sample(now)
 	}
 	st.load = ld
-	st.pressure, st.worst = a.cfg.Budgets.Pressure(ld, a.memLimit)
+	st.pressure, st.worst = a.budgets.Pressure(ld, a.memLimit)
 	state, changed := a.gate.Update(now, st.pressure)
 	if a.memLimit > 0 {
 		st.memHot, _ = a.memH.Update(now, float64(ld.MemoryBytes)/float64(a.memLimit))
@@ -309,7 +362,7 @@ func (a *Admitter) Tick(now time.Time) (GateState, bool) {
 	if st.memHot {
 		set |= flagMemory
 	}
-	if a.cfg.Budgets.AtCap(ld) {
+	if a.budgets.AtCap(ld) {
 		set |= flagGlobal
 	}
 	if st.cpuHot {

@@ -19,12 +19,21 @@ func (f *fakeQuota) AllowN(context.Context, time.Time, []byte, int64) (Decision,
 	return f.d, f.err
 }
 
-func newTestAdmitter(t *testing.T, cfg Config) (*Admitter, *int64) {
+// newTestAdmitter builds an Admitter with scripted memory and binds it to
+// one loop, or to bind when given.
+func newTestAdmitter(t *testing.T, cfg Config, bind ...Binding) (*Admitter, *int64) {
 	t.Helper()
 	mem := new(int64)
 	cfg.MemoryBytes = func(time.Time) int64 { return *mem }
 	a, err := NewAdmitter(cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	b := Binding{Loops: 1}
+	if len(bind) > 0 {
+		b = bind[0]
+	}
+	if err := a.Bind(b); err != nil {
 		t.Fatal(err)
 	}
 	return a, mem
@@ -34,7 +43,7 @@ func TestAdmitterOrder(t *testing.T) {
 	q := &fakeQuota{d: Decision{Allowed: true}}
 	store, _ := NewMemoryStore(StoreConfig{})
 	a, mem := newTestAdmitter(t, Config{
-		Budgets:        GlobalBudgets{MaxInflightReqs: 100, MemoryLimitBytes: 1000},
+		MaxInflightReqs: 100, MemoryLimitBytes: 1000,
 		Memory:         Watermark{High: 0.9, Low: 0.5},
 		SampleInterval: 10 * ms,
 		Tenants:        q,
@@ -166,12 +175,10 @@ func TestAdmitterCPUShedsBestEffortOnly(t *testing.T) {
 func TestAdmitterGateFromLoops(t *testing.T) {
 	var changes []string
 	a, _ := newTestAdmitter(t, Config{
-		Loops:   2,
-		Budgets: GlobalBudgets{MaxConns: 100},
 		Gate: GateConfig{Watermark: Watermark{High: 0.9, Low: 0.5, MinDwell: 100 * ms},
 			OnChange: func(from, to GateState, _ float64) { changes = append(changes, from.String()+">"+to.String()) }},
 		SampleInterval: ms,
-	})
+	}, Binding{Loops: 2, MaxConns: 100})
 	l0, l1 := a.Loop(0), a.Loop(1)
 	if a.Loop(2) != nil || a.Loop(-1) != nil {
 		t.Fatal("out-of-range loop handle")
@@ -249,8 +256,7 @@ func TestAdmitterCoDelAndLag(t *testing.T) {
 
 func TestAdmitterConfigValidate(t *testing.T) {
 	for i, cfg := range []Config{
-		{Loops: -1},
-		{Budgets: GlobalBudgets{MaxConns: -1}},
+		{MaxInflightReqs: -1},
 		{Gate: GateConfig{Watermark: Watermark{High: 0.1, Low: 0.5}}},
 		{Conn: ConnBudgets{MaxPipelinedReqs: -1}},
 		{CPU: &CPUConfig{Procs: -1}},
@@ -260,6 +266,35 @@ func TestAdmitterConfigValidate(t *testing.T) {
 		if _, err := NewAdmitter(cfg); err == nil {
 			t.Errorf("%d: accepted %+v", i, cfg)
 		}
+	}
+}
+
+// TestAdmitterBind: the engine's loop count and caps arrive through Bind,
+// once; a Binding without loops or with a negative cap is refused.
+func TestAdmitterBind(t *testing.T) {
+	a, err := NewAdmitter(Config{MaxInflightReqs: 7, MemoryLimitBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Loop(0) != nil {
+		t.Fatal("a loop handle before Bind")
+	}
+	for i, b := range []Binding{{Loops: 0}, {Loops: -1}, {Loops: 1, MaxConns: -1}, {Loops: 1, MaxQueuedBytes: -1}} {
+		if err := a.Bind(b); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%d: Bind(%+v) = %v, want ErrBadConfig", i, b, err)
+		}
+	}
+	if err := a.Bind(Binding{Loops: 3, MaxConns: 10, MaxQueuedBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if a.Loop(2) == nil || a.Loop(3) != nil {
+		t.Error("Bind(Loops: 3) did not make exactly 3 loop handles")
+	}
+	if b := a.Budgets(); b != (GlobalBudgets{MaxConns: 10, MaxInflightReqs: 7, MaxQueuedBytes: 1 << 20, MemoryLimitBytes: -1}) {
+		t.Errorf("budgets %+v", b)
+	}
+	if err := a.Bind(Binding{Loops: 1}); !errors.Is(err, ErrBound) {
+		t.Errorf("second Bind: %v, want ErrBound", err)
 	}
 }
 
@@ -284,11 +319,14 @@ func TestAdmitNoAlloc(t *testing.T) {
 func BenchmarkAdmitFrame(b *testing.B) {
 	tl, _ := NewTenantLimiter(TenantConfig{Quota: Quota{Count: 1e9, Per: time.Second, Burst: 1e6}})
 	a, err := NewAdmitter(Config{
-		Budgets: GlobalBudgets{MaxConns: 10000, MaxInflightReqs: 10000, MaxQueuedBytes: 1 << 30},
-		Tenants: tl,
-		Conn:    ConnBudgets{MaxPipelinedReqs: 16},
+		MaxInflightReqs: 10000,
+		Tenants:         tl,
+		Conn:            ConnBudgets{MaxPipelinedReqs: 16},
 	})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := a.Bind(Binding{Loops: 1, MaxConns: 10000, MaxQueuedBytes: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
 	l := a.Loop(0)

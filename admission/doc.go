@@ -24,12 +24,13 @@
 //	tenants, _ := admission.NewTenantLimiter(admission.TenantConfig{
 //		Quota: admission.Quota{Count: 1000, Per: time.Second, Burst: 100}})
 //	adm, _ := admission.NewAdmitter(admission.Config{
-//		Loops:   numLoops,
-//		Budgets: admission.GlobalBudgets{MaxConns: 10_000, MaxInflightReqs: 5_000, MaxQueuedBytes: 256 << 20},
-//		Tenants: tenants,
-//		Conn:    admission.ConnBudgets{MaxPipelinedReqs: 64},
-//		CoDel:   &admission.CoDelConfig{},
+//		MaxInflightReqs: 5_000,
+//		Tenants:         tenants,
+//		Conn:            admission.ConnBudgets{MaxPipelinedReqs: 64},
+//		CoDel:           &admission.CoDelConfig{},
 //	})
+//	// the engine hands over what it owns (server.New does this):
+//	adm.Bind(admission.Binding{Loops: numLoops, MaxConns: 10_000, MaxQueuedBytes: 256 << 20})
 //	lp := adm.Loop(i) // owned by loop i
 //
 //	// each turn, after epoll_wait, with the turn's clock:

@@ -9,6 +9,10 @@ var (
 	// message names the field.
 	ErrBadConfig = errors.New("sluice: invalid admission config")
 
+	// ErrBound reports a second Admitter.Bind: an Admitter belongs to one
+	// engine.
+	ErrBound = errors.New("sluice: admitter already bound to an engine")
+
 	// ErrBadWatermark reports a watermark pair that cannot provide
 	// hysteresis (Low above High, NaN, or a negative dwell).
 	ErrBadWatermark = errors.New("sluice: invalid watermark")

@@ -49,6 +49,21 @@ const (
 	maxFreeLargeOutQueues = 64
 )
 
+// bufferPools are a loop's free lists and scratch space.
+type bufferPools struct {
+	outqs   outQueuePool
+	chunks  chunkPool
+	ins     inPool
+	maxSegs int    // segments one out-queue may hold
+	scratch []byte // a frame encoded whole before it is split across chunks, or a reject (at most a chunk)
+}
+
+// init sizes the pools for cfg (with defaults applied).
+func (p *bufferPools) init(cfg *Config) {
+	p.maxSegs = min(maxOutSegments, cfg.OutQueueMsgs)
+	p.chunks.max = max(maxFreeChunks, cfg.MaxQueuedBytes/max(1, cfg.Loops)/outChunkBytes)
+}
+
 // chunk is a loop-owned output buffer; its Free func (bound once) returns it
 // to the loop's free list when ioflush releases the segment that holds it.
 type chunk struct {

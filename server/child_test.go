@@ -46,7 +46,7 @@ func runChild(role string) int {
 		var err error
 		cfg := Config{Loops: 1, AcceptRetryDelay: 100 * time.Millisecond}
 		if role == "emfile-policy" { // the admission gate pauses too (TestEMFILEPolicy)
-			cfg.Policy, err = childPolicy()
+			cfg.Admission, err = childPolicy()
 			if err != nil {
 				fmt.Println("error", err)
 				return 1

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"runtime"
 	"time"
 
@@ -92,9 +91,9 @@ type Config struct {
 	// leaves epoll and the kernel backlog absorbs new connections), and it
 	// reopens when the count falls to MaxConnsLow. Zero means no budget
 	// beyond RLIMIT_NOFILE, whose EMFILE closes the gate for
-	// AcceptRetryDelay; with a Policy, zero takes its
-	// GlobalBudgets.MaxConns (the policy's gate adds its watermarks and
-	// dwell on top of this exact cap).
+	// AcceptRetryDelay. An admission policy derives its connection budget
+	// from it (admission.Binding): the policy's gate adds its watermarks
+	// and dwell on top of this exact cap.
 	MaxConns int
 
 	// MaxConnsLow is the low watermark for MaxConns; the gap prevents the
@@ -108,10 +107,9 @@ type Config struct {
 	// while connections that keep up go on being served. Each loop checks
 	// its own bytes exactly and the others' as published at their last
 	// turn, before every read, so the budget holds to within one read per
-	// loop. It is the mechanism behind admission's
-	// GlobalBudgets.MaxQueuedBytes (which drives the gate and refuses frames
-	// with reason "global"). Zero: the Policy's
-	// GlobalBudgets.MaxQueuedBytes when a Policy is set, else none.
+	// loop. An admission policy derives its queued-bytes budget from it
+	// (it drives the gate and refuses frames with reason "global" at the
+	// cap). Zero: none.
 	MaxQueuedBytes int
 
 	// SocketSendBufferBytes and SocketRecvBufferBytes set SO_SNDBUF and
@@ -209,15 +207,13 @@ type Config struct {
 	// off-loop writers cannot starve network events. Default 256.
 	MaxInboxTasksPerTurn int
 
-	// Admission, when set, is asked about every frame before OnFrame (after
-	// Policy, when both are set).
-	Admission FrameAdmitter
-
-	// Policy wires an admission.Admitter into the engine: every frame passes
-	// its admission order, the listen gate follows its GatePolicy, EMFILE
-	// pauses feed it, and loop lag and per-connection budgets are reported
-	// to it. The zero value (no Admitter) turns it off. See AdmissionPolicy.
-	Policy AdmissionPolicy
+	// Admission is the engine's admission seam: an AdmissionPolicy (an
+	// admission.Admitter with the engine-side options), or an AdmitFunc
+	// (one function asked about every frame). The engine builds an
+	// admission stage on each loop from it and calls the stage at the
+	// turn's hooks (see Admission). Nil admits everything and builds no
+	// stage.
+	Admission Admission
 
 	// MaxFramesPerTurn bounds the frames dispatched from one connection per
 	// loop turn, so a pipelined burst (a 64 KiB read of 32-byte frames is
@@ -256,17 +252,6 @@ func (cfg Config) withDefaults() Config {
 	setDefault(&c.Backlog, DefaultBacklog)
 	if c.Codec == nil {
 		c.Codec = protocol.Raw{}
-	}
-	if a := c.Policy.Admitter; a != nil {
-		// the engine enforces the policy's own budgets exactly (at accept
-		// time, before every read) unless this config sets its own
-		b := a.Budgets()
-		if c.MaxConns == 0 && b.MaxConns > 0 && b.MaxConns <= math.MaxInt32 {
-			c.MaxConns = int(b.MaxConns)
-		}
-		if c.MaxQueuedBytes == 0 && b.MaxQueuedBytes > 0 && b.MaxQueuedBytes <= math.MaxInt {
-			c.MaxQueuedBytes = int(b.MaxQueuedBytes)
-		}
 	}
 	if c.MaxConns > 0 && c.MaxConnsLow == 0 {
 		c.MaxConnsLow = c.MaxConns * 9 / 10
@@ -359,7 +344,7 @@ func (cfg Config) Validate() error {
 	case c.OutQueueLowBytes < 0 || c.OutQueueLowBytes >= c.OutQueueHighBytes:
 		return bad("OutQueueLowBytes", c.OutQueueLowBytes, "must be in [0, OutQueueHighBytes)")
 	}
-	if err := c.Policy.validate(c.Loops); err != nil {
+	if err := validateAdmission(c.Admission); err != nil {
 		return err
 	}
 	return c.Pool.validate()

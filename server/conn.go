@@ -25,11 +25,7 @@ const (
 	fRdHup                          // the peer shut down writing: read on to end of file
 	fClosed                         // closed: the fd is gone
 	fHeld                           // frames held back by MaxFramesPerTurn (ready list)
-	fRejOnly                        // the out-queue holds only rejects (RejectFlushDelay may defer it)
-	fLazy                           // on the lazy list: rejects waiting for RejectFlushDelay
-	fFresh                          // the last read left the socket empty and no edge since went unread (ShedOnQueueDelay)
-	fSlow                           // on the slow list: unread bytes too old to admit, read at slowAt
-	fQuota                          // on the slow list for its tenant's byte quota (ChargeReadBytes): read at slowAt only
+	fRejOnly                        // the out-queue holds only refusals the admission stage may hold back
 )
 
 // Connection states visible to other goroutines.
@@ -71,20 +67,15 @@ type Conn struct {
 	lastActive int64 // last byte moved either way
 	frameStart int64 // when the incomplete frame in `in` began
 	progressAt int64 // last output progress, or when output was first queued
-	drainedAt  int64 // start of the last read that left the socket empty, with nothing held back (ShedOnQueueDelay); 0: none yet
-	rejAt      int64 // when the first reject of a reject-only out-queue was queued
-	slowAt     int64 // when a connection on the slow list is read
 	tm         timer
 
 	nextReady *Conn
 	nextDirty *Conn
-	nextLazy  *Conn
-	nextSlow  *Conn
-	closing   error // cause of a requested close; loop-owned
-	pending   int32 // frames in the worker pool; loop-owned
+	closing   error      // cause of a requested close; loop-owned
+	pending   int32      // frames in the worker pool; loop-owned
+	adm       *connStage // admission state (stage.go); nil unless the stage needs it
 
 	remote netip.AddrPort
-	tenant atomic.Pointer[string]
 	ctx    atomic.Pointer[any]
 }
 
@@ -93,17 +84,6 @@ func (c *Conn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(c.remote) 
 
 // RemoteAddrPort returns the peer's address without allocating.
 func (c *Conn) RemoteAddrPort() netip.AddrPort { return c.remote }
-
-// Tenant returns the key admission charges this connection's work to: for
-// now the peer's IP address.
-func (c *Conn) Tenant() string {
-	if p := c.tenant.Load(); p != nil {
-		return *p
-	}
-	s := c.remote.Addr().String()
-	c.tenant.Store(&s)
-	return s
-}
 
 // SetContext stores v in the connection's user slot.
 func (c *Conn) SetContext(v any) { c.ctx.Store(&v) }

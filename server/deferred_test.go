@@ -23,7 +23,7 @@ func lazyPolicy(t *testing.T, delay time.Duration) AdmissionPolicy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	adm := newAdmitter(t, admission.Config{Tenants: tl, MemoryLimitBytes: -1})
 	return AdmissionPolicy{Admitter: adm, RejectFlushDelay: delay,
 		Classify: func(_ *Conn, frame []byte, f *admission.Frame) {
 			if len(frame) > 0 {
@@ -39,7 +39,7 @@ func lazyPolicy(t *testing.T, delay time.Duration) AdmissionPolicy {
 func TestRejectFlushDelay(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	t.Run("alone", func(t *testing.T) {
-		e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: lazyPolicy(t, delay)}, newTestHandler())
+		e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: lazyPolicy(t, delay)}, newTestHandler())
 		c := dialLine(t, e.Addr().String(), nil)
 		fmt.Fprint(c, "a1\n")
 		if got := c.line(t); got != "a1" {
@@ -49,7 +49,7 @@ func TestRejectFlushDelay(t *testing.T) {
 		fmt.Fprint(c, "a2\n") // over a's burst: refused, and the reject waits
 		got := c.line(t)
 		waited := time.Since(t0)
-		if reason, _, ok := ParseRejectText([]byte(got)); !ok || reason != "tenant" {
+		if reason, _, ok := protocol.ParseRejectText([]byte(got)); !ok || reason != "tenant" {
 			t.Fatalf("second reply %q: want a tenant reject", got)
 		}
 		if waited < delay-20*time.Millisecond {
@@ -61,7 +61,7 @@ func TestRejectFlushDelay(t *testing.T) {
 		t.Logf("reject alone arrived after %v (RejectFlushDelay %v)", waited, delay)
 	})
 	t.Run("with a reply", func(t *testing.T) {
-		e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: lazyPolicy(t, time.Second)}, newTestHandler())
+		e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: lazyPolicy(t, time.Second)}, newTestHandler())
 		c := dialLine(t, e.Addr().String(), nil)
 		fmt.Fprint(c, "a1\n")
 		if got := c.line(t); got != "a1" {
@@ -69,7 +69,7 @@ func TestRejectFlushDelay(t *testing.T) {
 		}
 		t0 := time.Now()
 		fmt.Fprint(c, "a2\nb1\n") // a2 refused, b1 (another tenant) served behind it
-		if reason, _, ok := ParseRejectText([]byte(c.line(t))); !ok || reason != "tenant" {
+		if reason, _, ok := protocol.ParseRejectText([]byte(c.line(t))); !ok || reason != "tenant" {
 			t.Fatalf("want the tenant reject first")
 		}
 		if got := c.line(t); got != "b1" {
@@ -86,7 +86,7 @@ func TestRejectFlushDelay(t *testing.T) {
 // MaxQueueDelay is not read in the next turn but from the slow list, and
 // its frame is refused; the connection keeps working afterwards.
 func TestSlowReads(t *testing.T) {
-	adm := newAdmitter(t, admission.Config{Loops: 1, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1},
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
 		CoDel: &admission.CoDelConfig{Target: time.Second, Interval: 10 * time.Second}})
 	started := make(chan struct{}, 1)
 	h := newTestHandler()
@@ -98,8 +98,8 @@ func TestSlowReads(t *testing.T) {
 		c.WriteFrame(frame)
 		return None
 	}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: AdmissionPolicy{Admitter: adm,
-		ShedOnQueueDelay: true, MaxQueueDelay: 5 * time.Millisecond, RejectFlushDelay: 20 * time.Millisecond}}, h)
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
+		MaxQueueDelay: 5 * time.Millisecond, RejectFlushDelay: 20 * time.Millisecond}}, h)
 	a := dialLine(t, e.Addr().String(), nil)
 	b := dialLine(t, e.Addr().String(), nil)
 	fmt.Fprint(b, "b0\n")
@@ -113,7 +113,7 @@ func TestSlowReads(t *testing.T) {
 		t.Fatalf("slow: %q", got)
 	}
 	got := b.line(t)
-	if reason, _, ok := ParseRejectText([]byte(got)); !ok || reason != admission.ReasonQueue.String() {
+	if reason, _, ok := protocol.ParseRejectText([]byte(got)); !ok || reason != admission.ReasonQueue.String() {
 		t.Fatalf("b1: %q, want a queue reject", got)
 	}
 	if s := e.Stats(); s.SlowReads == 0 {
@@ -136,8 +136,8 @@ func TestChargeReadBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: AdmissionPolicy{Admitter: adm, ChargeReadBytes: true}}, newTestHandler())
+	adm := newAdmitter(t, admission.Config{Tenants: tl, MemoryLimitBytes: -1})
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm, ChargeReadBytes: true}}, newTestHandler())
 	c := dialLine(t, e.Addr().String(), nil)
 	for i := 0; i < 10; i++ { // 10 × 10 bytes: the whole burst, in one or more reads
 		fmt.Fprintf(c, "frame%04d\n", i)
@@ -148,7 +148,7 @@ func TestChargeReadBytes(t *testing.T) {
 	t0 := time.Now()
 	fmt.Fprint(c, "over00000\n") // 10 more bytes: over the quota
 	got := c.line(t)
-	reason, retry, ok := ParseRejectText([]byte(got))
+	reason, retry, ok := protocol.ParseRejectText([]byte(got))
 	if !ok || reason != "tenant" || retry <= 0 || retry > time.Second {
 		t.Fatalf("over the quota: %q, want a tenant reject with a retry-after in (0, 1s]", got)
 	}
@@ -162,7 +162,7 @@ func TestChargeReadBytes(t *testing.T) {
 	if s := e.Stats(); s.Admission.Rejects[admission.ReasonTenant] == 0 {
 		t.Error("no tenant rejects counted")
 	}
-	if _, err := New(Config{Loops: 1, Policy: AdmissionPolicy{Admitter: adm, ChargeReadBytes: true, CostBytes: true}}, HandlerFuncs{}); err == nil {
+	if _, err := New(Config{Loops: 1, Admission: AdmissionPolicy{Admitter: adm, ChargeReadBytes: true, CostBytes: true}}, HandlerFuncs{}); err == nil {
 		t.Error("New accepted ChargeReadBytes with CostBytes")
 	}
 }
@@ -180,8 +180,8 @@ func TestRejectZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
-	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Policy: AdmissionPolicy{Admitter: adm}}, echoHandlerAlloc)
+	adm := newAdmitter(t, admission.Config{Tenants: tl, MemoryLimitBytes: -1})
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Admission: AdmissionPolicy{Admitter: adm}}, echoHandlerAlloc)
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(60 * time.Second))
 	const n = 16
@@ -205,7 +205,7 @@ func TestRejectZeroAllocs(t *testing.T) {
 			if _, err := io.ReadFull(r, payload[:m]); err != nil {
 				t.Fatal(err)
 			}
-			if bytes.HasPrefix(payload[:m], []byte(RejectPrefix)) {
+			if bytes.HasPrefix(payload[:m], []byte(protocol.RejectPrefix)) {
 				rejects++
 			}
 		}

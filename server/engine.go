@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -51,6 +52,7 @@ type Engine struct {
 	force         atomic.Bool
 	drainDeadline atomic.Int64 // loop clock; 0: none
 
+	adm        *admission.Admitter      // Config.Admission's, bound to this engine; nil without a policy
 	pool       *pool                    // worker pool for Config.Pool.Handler; nil without one
 	offRejects admission.RejectCounters // Conn.Reject calls from off the loops
 
@@ -58,8 +60,11 @@ type Engine struct {
 	err     error // first loop failure
 }
 
-// New validates cfg and returns an engine that is not yet listening. It
-// returns ErrUnsupported on systems other than Linux.
+// New validates cfg and returns an engine that is not yet listening. With
+// an AdmissionPolicy it binds the Admitter to the engine (its loop count,
+// MaxConns and MaxQueuedBytes; see admission.Binding), so an Admitter
+// serves one engine. It returns ErrUnsupported on systems other than
+// Linux.
 func New(cfg Config, h Handler) (*Engine, error) {
 	if !platformSupported {
 		return nil, ErrUnsupported
@@ -71,10 +76,6 @@ func New(cfg Config, h Handler) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg.withDefaults(), h: h, start: time.Now(), done: make(chan struct{})}
-	e.loops = make([]*loop, e.cfg.Loops)
-	for i := range e.loops {
-		e.loops[i] = newLoop(e, i)
-	}
 	if e.cfg.Pool.Handler != nil {
 		p, err := newPool(e)
 		if err != nil {
@@ -82,11 +83,29 @@ func New(cfg Config, h Handler) (*Engine, error) {
 		}
 		e.pool = p
 	}
+	if a := admitterOf(e.cfg.Admission); a != nil {
+		err := a.Bind(admission.Binding{Loops: e.cfg.Loops,
+			MaxConns: int64(e.cfg.MaxConns), MaxQueuedBytes: int64(e.cfg.MaxQueuedBytes)})
+		if err != nil {
+			return nil, fmt.Errorf("%w: Admission: %w", ErrInvalidConfig, err)
+		}
+		e.adm = a
+	}
+	e.loops = make([]*loop, e.cfg.Loops)
+	for i := range e.loops {
+		e.loops[i] = newLoop(e, i)
+	}
 	return e, nil
 }
 
 // clock is the loops' clock: monotonic nanoseconds since New.
 func (e *Engine) clock() int64 { return int64(time.Since(e.start)) }
+
+// timeAt converts a reading of the loops' clock to the time.Time the
+// admission package and PoolConfig.Deadline take (monotonic, anchored at
+// New): the one conversion between the engine's clock and the seam's time
+// type.
+func (e *Engine) timeAt(nanos int64) time.Time { return e.start.Add(time.Duration(nanos)) }
 
 // Start opens the listener(s) and starts the loops; when it returns nil,
 // Addr is valid and connections are being accepted.
@@ -110,14 +129,14 @@ func (e *Engine) Start() error {
 		l.buf = make([]byte, e.cfg.ReadBufferBytes)
 		l.tasks = make([]task, e.cfg.MaxInboxTasksPerTurn)
 		ev := uint32(evIn)
-		if l.lfdShared {
+		if l.lis.shared {
 			ev |= evExclusive
 		}
-		if err := l.p.add(l.lfd, ev, 0); err != nil {
+		if err := l.p.add(l.lis.fd, ev, 0); err != nil {
 			e.closeAll()
 			return err
 		}
-		l.listening = true
+		l.lis.in = true
 	}
 	e.state = engineRunning
 	e.running.Store(int32(len(e.loops)))
@@ -137,7 +156,7 @@ func (e *Engine) listen() error {
 	addr := e.cfg.Addr
 	for i, l := range e.loops {
 		if shared && i > 0 {
-			l.lfd, l.lfdShared = e.loops[0].lfd, true
+			l.lis.fd, l.lis.shared = e.loops[0].lis.fd, true
 			continue
 		}
 		fd, bound, err := listenTCP(addr, listenOpts{reusePort: !shared, backlog: e.cfg.Backlog,
@@ -146,7 +165,7 @@ func (e *Engine) listen() error {
 			e.closeAll()
 			return err
 		}
-		l.lfd, l.lfdShared = fd, shared
+		l.lis.fd, l.lis.shared = fd, shared
 		if i == 0 {
 			e.addr = bound
 			addr = bound.String() // the other SO_REUSEPORT sockets take the same port
@@ -161,10 +180,10 @@ func (e *Engine) listen() error {
 // closeAll releases what a failed Start opened.
 func (e *Engine) closeAll() {
 	for i, l := range e.loops {
-		if l.lfd >= 0 && (!l.lfdShared || i == 0) {
-			sysClose(l.lfd)
+		if l.lis.fd >= 0 && (!l.lis.shared || i == 0) {
+			sysClose(l.lis.fd)
 		}
-		l.lfd, l.listening = -1, false
+		l.lis.fd, l.lis.in = -1, false
 		l.p.close()
 	}
 }
@@ -212,7 +231,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	started := e.state == engineRunning
 	e.state = engineStopped
 	e.mu.Unlock()
-	if a := e.cfg.Policy.Admitter; a != nil && started {
+	if a := e.adm; a != nil && started {
 		a.SetDraining(true) // new frames are refused with reason "draining"
 	}
 	if e.pool != nil && started {
@@ -308,95 +327,4 @@ func (e *Engine) connClosed() {
 	if e.cfg.MaxConns > 0 && n <= int64(e.cfg.MaxConnsLow) && e.gate.Load()&gateMaxConns != 0 {
 		e.resumeAccept(gateMaxConns)
 	}
-}
-
-// pauseAccept closes the listen gate for reason: every loop takes its
-// listener out of epoll at its next turn (the kernel backlog absorbs new
-// connections meanwhile). Policy (MaxConns now, admission later) decides;
-// this is the mechanism.
-func (e *Engine) pauseAccept(reason uint32) {
-	for {
-		old := e.gate.Load()
-		if old&reason != 0 {
-			return
-		}
-		if e.gate.CompareAndSwap(old, old|reason) {
-			if old == 0 {
-				e.gateTransitions.Add(1)
-				e.gateTimeSync()
-				if lg := e.cfg.Logger; lg != nil {
-					lg.Info("sluice: listen gate closed", "reason", gateReasonName(reason), "conns", e.open.Load())
-				}
-			}
-			break
-		}
-	}
-	// MaxConns: connections may have closed below the low watermark between
-	// the count and the bit; nobody else would reopen then.
-	if reason == gateMaxConns && e.open.Load() <= int64(e.cfg.MaxConnsLow) {
-		e.resumeAccept(gateMaxConns)
-	}
-}
-
-// resumeAccept lifts reason; the gate opens when no reason is left, and
-// every loop is woken to put its listener back.
-func (e *Engine) resumeAccept(reason uint32) {
-	for {
-		old := e.gate.Load()
-		if old&reason == 0 {
-			return
-		}
-		if e.gate.CompareAndSwap(old, old&^reason) {
-			if old&^reason == 0 {
-				e.gateTransitions.Add(1)
-				e.gateTimeSync()
-				if lg := e.cfg.Logger; lg != nil {
-					lg.Info("sluice: listen gate opened", "reason", gateReasonName(reason), "conns", e.open.Load())
-				}
-				e.wakeAll()
-			}
-			return
-		}
-	}
-}
-
-// gateTimeSync brings the gate's closed-time accounting in line with the
-// gate's state after a transition. It reads the state under gateMu, so
-// whichever of two racing transitions syncs last applies the final state,
-// and the total never counts an open interval.
-func (e *Engine) gateTimeSync() {
-	e.gateMu.Lock()
-	defer e.gateMu.Unlock()
-	closed, now := e.gate.Load() != 0, e.clock()
-	switch {
-	case closed && e.gateClosedAt == 0:
-		e.gateClosedAt = max(now, 1)
-	case !closed && e.gateClosedAt != 0:
-		e.gateClosedSum += max(now-e.gateClosedAt, 0)
-		e.gateClosedAt = 0
-	}
-}
-
-// gateClosedTime returns the total time the gate was closed, the current
-// closure included.
-func (e *Engine) gateClosedTime() time.Duration {
-	e.gateMu.Lock()
-	defer e.gateMu.Unlock()
-	d := e.gateClosedSum
-	if e.gateClosedAt != 0 {
-		d += max(e.clock()-e.gateClosedAt, 0)
-	}
-	return time.Duration(d)
-}
-
-func gateReasonName(r uint32) string {
-	switch r {
-	case gateMaxConns:
-		return "max_conns"
-	case gateShutdown:
-		return "shutdown"
-	case gateAdmission:
-		return "admission"
-	}
-	return "unknown"
 }

@@ -103,13 +103,13 @@ func FuzzFraming(f *testing.F) {
 			}
 			l.turn++
 			l.now += 1000
-			l.readConn(c) // an edge
-			for l.readyHead != nil && c.flags&fClosed == 0 {
+			l.readConn(c, true) // an edge
+			for l.readyq.head != nil && c.flags&fClosed == 0 {
 				l.turn++
 				l.readyPhase() // budget spent: served next turn without an edge
 			}
-			if l.inBytes != len(c.in) || len(c.in) > l.cfg.MaxInBufferBytes {
-				t.Fatalf("input accounting: loop holds %d, connection %d (max %d)", l.inBytes, len(c.in), l.cfg.MaxInBufferBytes)
+			if l.bp.inBytes != len(c.in) || len(c.in) > l.cfg.MaxInBufferBytes {
+				t.Fatalf("input accounting: loop holds %d, connection %d (max %d)", l.bp.inBytes, len(c.in), l.cfg.MaxInBufferBytes)
 			}
 			if pending != 0 && c.flags&fClosed == 0 && c.closing == nil {
 				t.Fatalf("read stopped with %d bytes of an edge unread", pending)

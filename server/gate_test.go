@@ -28,7 +28,7 @@ func TestMaxConnsGate(t *testing.T) {
 					opened = append(opened, c)
 				case <-time.After(10 * time.Second):
 					t.Fatalf("connection %d not accepted within 10s: %+v; gate %b, loops listening %v %v",
-						i, e.Stats(), e.gate.Load(), e.loops[0].listening, e.loops[1].listening)
+						i, e.Stats(), e.gate.Load(), e.loops[0].lis.in, e.loops[1].lis.in)
 				}
 			}
 			waitUntil(t, 5*time.Second, "gate closed", func() bool { return !e.Stats().GateOpen })
@@ -87,7 +87,7 @@ func (lineCodec) AppendEncode(dst, frame []byte) []byte { return append(append(d
 // denyX refuses frames that start with "x".
 type denyX struct{ calls int }
 
-func (d *denyX) AdmitFrame(c *Conn, frame []byte, now int64) Verdict {
+func (d *denyX) AdmitFrame(c *Conn, frame []byte, now time.Time) Verdict {
 	d.calls++
 	if len(frame) > 0 && frame[0] == 'x' {
 		return Verdict{Reject: true, Reason: "tenant", RetryAfter: 300 * time.Millisecond}
@@ -101,7 +101,7 @@ func (d *denyX) AdmitFrame(c *Conn, frame []byte, now int64) Verdict {
 func TestAdmissionSeam(t *testing.T) {
 	t.Run("in-protocol", func(t *testing.T) {
 		h := newTestHandler()
-		e := start(t, Config{Loops: 1, Codec: rejectCodec{}, Admission: &denyX{}}, h)
+		e := start(t, Config{Loops: 1, Codec: rejectCodec{}, Admission: AdmitFunc((&denyX{}).AdmitFrame)}, h)
 		c := dial(t, e)
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		c.Write([]byte("a1\nx2\na3\n"))
@@ -115,7 +115,7 @@ func TestAdmissionSeam(t *testing.T) {
 	})
 	t.Run("close", func(t *testing.T) {
 		h := newTestHandler()
-		e := start(t, Config{Loops: 1, Codec: lineCodec{}, Admission: &denyX{}}, h)
+		e := start(t, Config{Loops: 1, Codec: lineCodec{}, Admission: AdmitFunc((&denyX{}).AdmitFrame)}, h)
 		c := dial(t, e)
 		sc := h.nextOpen(t)
 		c.Write([]byte("x\n"))

@@ -1,9 +1,6 @@
 package server
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // Action is what a handler asks the engine to do after a callback.
 type Action uint8
@@ -82,33 +79,4 @@ func (h HandlerFuncs) OnClose(c *Conn, cause error) {
 	if h.Close != nil {
 		h.Close(c, cause)
 	}
-}
-
-// FrameAdmitter is the engine's admission seam: it is asked about every
-// decoded frame before OnFrame, on the loop goroutine, and must not block or
-// allocate. nowNanos is the loop's clock for this turn (monotonic
-// nanoseconds since the engine started), so policies are tables over time.
-// The admission package answers these questions; the engine carries the
-// answer out.
-type FrameAdmitter interface {
-	AdmitFrame(c *Conn, frame []byte, nowNanos int64) Verdict
-}
-
-// Verdict is an admission decision for one frame.
-type Verdict struct {
-	// Reject refuses the frame: OnFrame is not called.
-	Reject bool
-	// Reason names the refusal for the client and the counters
-	// ("tenant", "global", ...).
-	Reason string
-	// RetryAfter tells the client when trying again may succeed.
-	RetryAfter time.Duration
-}
-
-// Rejecter is implemented by codecs that can answer a refused frame in the
-// protocol (a reject frame, a RESP error, an HTTP 429). When the engine's
-// codec does not implement it, a refused frame closes its connection with
-// ErrRejected instead: a refusal is never silent.
-type Rejecter interface {
-	AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte
 }

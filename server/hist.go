@@ -76,10 +76,18 @@ type histPub struct {
 	sum    atomic.Uint64
 }
 
+// loopHists are a loop's histograms: its own counts, their published copy,
+// and the frame count the last turn's request observation covered.
+type loopHists struct {
+	own        [numHists]hist
+	pub        [numHists]histPub
+	framesSeen uint64 // st[cFrames] when the last turn ended
+}
+
 // publishHists stores the slots that changed since the last publish.
 func (l *loop) publishHists() {
-	for k := range l.hists {
-		h, p := &l.hists[k], &l.hpub[k]
+	for k := range l.hists.own {
+		h, p := &l.hists.own[k], &l.hists.pub[k]
 		if h.dirty == 0 {
 			continue
 		}
@@ -100,15 +108,15 @@ func (l *loop) publishHists() {
 // returned and waited until this one, so the lag is the time between the
 // two.
 func (l *loop) observeWait(n int, prev int64) {
-	l.hists[hEvents].add(histIndex(uint64(n), evShift, evBuckets), uint64(n), 1)
+	l.hists.own[hEvents].add(histIndex(uint64(n), evShift, evBuckets), uint64(n), 1)
 	if n == 0 {
 		return
 	}
 	var lag uint64
-	if !l.slept {
+	if !l.pace.slept {
 		lag = uint64(max(l.now-prev, 0))
 	}
-	l.hists[hLag].add(histIndex(lag, durShift, durBuckets), lag, 1)
+	l.hists.own[hLag].add(histIndex(lag, durShift, durBuckets), lag, 1)
 }
 
 // observeTurn records the end of a turn's work at end (loop clock): the
@@ -120,17 +128,17 @@ func (l *loop) observeWait(n int, prev int64) {
 func (l *loop) observeTurn(end int64) {
 	d := uint64(max(end-l.now, 0))
 	i := histIndex(d, durShift, durBuckets)
-	l.hists[hTurn].add(i, d, 1)
-	if f := l.st[cFrames] - l.framesSeen; f > 0 {
-		l.framesSeen = l.st[cFrames]
-		l.hists[hRequest].add(i, d, f)
+	l.hists.own[hTurn].add(i, d, 1)
+	if f := l.st[cFrames] - l.hists.framesSeen; f > 0 {
+		l.hists.framesSeen = l.st[cFrames]
+		l.hists.own[hRequest].add(i, d, f)
 	}
 }
 
 // observeOutQueue records a connection's queued output before a flush.
 func (l *loop) observeOutQueue(bytes int) {
 	v := uint64(bytes)
-	l.hists[hOutQueue].add(histIndex(v, oqShift, oqBuckets), v, 1)
+	l.hists.own[hOutQueue].add(histIndex(v, oqShift, oqBuckets), v, 1)
 }
 
 // Histogram is a distribution read at one moment, summed over loops.
@@ -196,7 +204,7 @@ func (e *Engine) Histograms() EngineHistograms {
 		counts := make([]uint64, lay.buckets+1)
 		var sum uint64
 		for _, l := range e.loops {
-			p := &l.hpub[k]
+			p := &l.hists.pub[k]
 			for i := range counts {
 				counts[i] += p.counts[i].Load()
 			}

@@ -63,10 +63,10 @@ func TestHistIndex(t *testing.T) {
 // sum, marks the slot dirty, and publishing stores exactly the dirty slots.
 func TestHistAdd(t *testing.T) {
 	l := &loop{}
-	l.hists[hRequest].add(histIndex(3000, durShift, durBuckets), 3000, 5)
-	l.hists[hRequest].add(histIndex(3000, durShift, durBuckets), 3000, 1)
-	l.hists[hRequest].add(histIndex(100, durShift, durBuckets), 100, 2)
-	h := &l.hists[hRequest]
+	l.hists.own[hRequest].add(histIndex(3000, durShift, durBuckets), 3000, 5)
+	l.hists.own[hRequest].add(histIndex(3000, durShift, durBuckets), 3000, 1)
+	l.hists.own[hRequest].add(histIndex(100, durShift, durBuckets), 100, 2)
+	h := &l.hists.own[hRequest]
 	if h.counts[2] != 6 || h.counts[0] != 2 || h.sum != 6*3000+200 {
 		t.Fatalf("counts %v sum %d", h.counts[:4], h.sum)
 	}
@@ -74,12 +74,12 @@ func TestHistAdd(t *testing.T) {
 		t.Fatalf("dirty %b", h.dirty)
 	}
 	l.publishHists()
-	p := &l.hpub[hRequest]
+	p := &l.hists.pub[hRequest]
 	if p.counts[0].Load() != 2 || p.counts[2].Load() != 6 || p.sum.Load() != 18200 || h.dirty != 0 {
 		t.Fatalf("published %d %d sum %d, dirty %b", p.counts[0].Load(), p.counts[2].Load(), p.sum.Load(), h.dirty)
 	}
-	for k := range l.hpub {
-		if k != hRequest && l.hpub[k].sum.Load() != 0 {
+	for k := range l.hists.pub {
+		if k != hRequest && l.hists.pub[k].sum.Load() != 0 {
 			t.Errorf("kind %d published without observations", k)
 		}
 	}

@@ -20,7 +20,7 @@ func idemPolicy(t *testing.T) (AdmissionPolicy, *admission.MemoryStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := newAdmitter(t, admission.Config{Loops: 1, Idempotency: store, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	adm := newAdmitter(t, admission.Config{Idempotency: store, MemoryLimitBytes: -1})
 	return AdmissionPolicy{Admitter: adm, Classify: func(_ *Conn, frame []byte, f *admission.Frame) {
 		if i := bytes.IndexByte(frame, '='); i > 0 {
 			f.IdempotencyKey, f.Payload = frame[:i], frame
@@ -56,7 +56,7 @@ func TestIdempotencyInline(t *testing.T) {
 		c.WriteFrame(reply)
 		return None
 	}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: pol}, h)
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: pol}, h)
 	c := dialLine(t, e.Addr().String(), nil)
 	ask := func(line string) string { fmt.Fprintf(c, "%s\n", line); return c.line(t) }
 	if got := ask("k1=a"); got != "ran k1=a" {
@@ -65,14 +65,14 @@ func TestIdempotencyInline(t *testing.T) {
 	if got := ask("k1=a"); got != "ran k1=a" || ran.Load() != 1 {
 		t.Fatalf("retry: %q after %d runs, want the stored reply and 1 run", got, ran.Load())
 	}
-	if reason, _, ok := ParseRejectText([]byte(ask("k1=b"))); !ok || reason != reasonMismatch {
-		t.Errorf("same key, other payload: want a %s reject", reasonMismatch)
+	if reason, _, ok := protocol.ParseRejectText([]byte(ask("k1=b"))); !ok || reason != protocol.ReasonMismatch {
+		t.Errorf("same key, other payload: want a %s reject", protocol.ReasonMismatch)
 	}
 	if got := ask("slow=x"); got != "ran slow=x" { // runs, never finishes its claim
 		t.Fatalf("slow: %q", got)
 	}
-	if reason, retry, ok := ParseRejectText([]byte(ask("slow=x"))); !ok || reason != reasonInProgress || retry <= 0 {
-		t.Errorf("retry while in progress: want an %s reject with a retry-after", reasonInProgress)
+	if reason, retry, ok := protocol.ParseRejectText([]byte(ask("slow=x"))); !ok || reason != protocol.ReasonInProgress || retry <= 0 {
+		t.Errorf("retry while in progress: want an %s reject with a retry-after", protocol.ReasonInProgress)
 	}
 	if got := ask("plain"); got != "ran plain" { // no key: no claim
 		t.Fatalf("unkeyed: %q", got)
@@ -110,7 +110,7 @@ func (h *idemPoolHandler) ServeFrame(ctx context.Context, c *Conn, frame []byte)
 func TestIdempotencyPool(t *testing.T) {
 	pol, store := idemPolicy(t)
 	ph := &idemPoolHandler{t: t, store: store, gate: make(chan struct{})}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: pol,
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: pol,
 		Pool: PoolConfig{Handler: ph, Workers: 1, QueueLen: 1}}, newTestHandler())
 	c := dialLine(t, e.Addr().String(), nil)
 	ask := func(line string) string { fmt.Fprintf(c, "%s\n", line); return c.line(t) }
@@ -124,7 +124,7 @@ func TestIdempotencyPool(t *testing.T) {
 	fmt.Fprint(c, "hold=1\n")
 	waitUntil(t, 5*time.Second, "the worker to take hold", func() bool { return ph.ran.Load() == 2 })
 	fmt.Fprint(c, "q1=1\nq2=1\n")
-	if reason, _, ok := ParseRejectText([]byte(c.line(t))); !ok || reason != admission.ReasonQueue.String() {
+	if reason, _, ok := protocol.ParseRejectText([]byte(c.line(t))); !ok || reason != admission.ReasonQueue.String() {
 		t.Fatalf("third frame: want a queue reject")
 	}
 	close(ph.gate)

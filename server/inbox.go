@@ -111,3 +111,38 @@ func (ib *inbox) close() {
 
 // waker is what the inbox calls, under its lock, to wake its loop.
 type waker interface{ wakeup() }
+
+// inboxPhase runs tasks from other goroutines, at most
+// MaxInboxTasksPerTurn; the rest wait for the next turn (the loop does not
+// sleep while the inbox is not empty).
+func (l *loop) inboxPhase() {
+	n := l.inbox.take(l.tasks)
+	for i := 0; i < n; i++ {
+		t := &l.tasks[i]
+		l.st[cInboxTasks]++
+		if t.kind == taskDone { // counts even for a connection that has gone
+			l.poolDone(t)
+			*t = task{}
+			continue
+		}
+		c := l.conn(int(t.fd))
+		if c == nil || c.gen != t.gen || c.flags&fClosed != 0 {
+			l.st[cStaleTasks]++
+			t.release()
+			*t = task{}
+			continue
+		}
+		switch t.kind {
+		case taskWrite:
+			if err := l.writeSegment(c, t.seg); err != nil {
+				t.release()
+				if err == ErrQueueFull {
+					l.requestClose(c, ErrQueueFull)
+				}
+			}
+		case taskClose:
+			l.requestClose(c, t.cause)
+		}
+		*t = task{}
+	}
+}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -21,22 +20,18 @@ type loop struct {
 	cfg      *Config
 	h        Handler
 	codec    protocol.Codec
-	admit    FrameAdmitter
-	rejecter Rejecter
+	rejecter protocol.Rejecter // the codec's; nil: a refused frame closes its connection
+	stage    *stage            // the admission stage (stage.go); nil without Config.Admission
 
 	m     atomic.Uintptr // getm() of the loop goroutine while it runs, else 0
 	awake atomic.Bool    // true: the loop will look at its inbox without an eventfd write
 
 	p       poller
 	flusher ioflush.Flusher
-	buf     []byte // the loop's read buffer
-	encBuf  []byte // WriteFrame scratch for a frame split across chunks (at most a chunk)
+	buf     []byte      // the loop's read buffer
+	pools   bufferPools // output chunks, out-queues, input buffers, scratch (buffers.go)
 
-	lfd           int   // listening fd, -1 once released
-	lfdShared     bool  // lfd is shared by all loops (AcceptExclusive)
-	listening     bool  // lfd is in the epoll set
-	listenReady   bool  // lfd was reported readable by this turn's wait
-	fdPausedUntil int64 // EMFILE pause: keep the listener out until then (0: none)
+	lis listener // the listening socket and its part in the gate (gate.go)
 
 	conns  []*Conn // by fd
 	nconns int
@@ -45,67 +40,59 @@ type loop struct {
 	timers  timerHeap
 	timerAt int64 // when the timerfd fires next (0: not armed)
 
-	readyHead, readyTail *Conn
-	nReady               int
-	dirtyHead, dirtyTail *Conn
-	lazyHead             *Conn // reject-only out-queues waiting for RejectFlushDelay
-	slowHead             *Conn // connections whose unread bytes are all too old to admit (deferSlow)
-	lazyDue, slowDue     int64 // earliest due time on each list (0: empty); the timerfd wakes the loop for them
-	slowNow              bool  // this turn reads every slow connection: the loop had nothing else to do
-
-	outqs   outQueuePool
-	maxSegs int // segments one out-queue may hold
-	chunks  chunkPool
-	ins     inPool
+	readyq connQueue // connections a budget stopped, served next turn
+	dirtyq connQueue // connections to flush this turn
 
 	inbox inbox
 	tasks []task // MaxInboxTasksPerTurn scratch
 
-	lastEvents int  // events the last wait returned
-	prevFull   bool // the wait before this turn's filled the events array
-
-	yieldAt         int64 // loop clock of the last yield
-	sleptSinceYield bool  // a wait slept since then
-	now             int64 // loop clock for this turn: monotonic ns since the engine started
-	turn            uint64
+	pace pacing // what the wait phase remembers of earlier turns
+	now  int64  // loop clock for this turn: monotonic ns since the engine started
+	turn uint64
 
 	draining bool
 	exiting  bool
 
-	msgsHigh, msgsLow int // backpressure watermarks on queued messages
-	outBytes          int // bytes queued, all connections of the loop
-	inBytes           int // bytes held in connection input buffers
+	bp           backpressure // queued bytes and paused reads (backpressure.go)
+	poolInflight int          // frames this loop handed to the worker pool, not yet done
 
-	st  counters
-	pub published
+	st    counters  // plain counters and gauges (stats.go)
+	pub   published // their published copy
+	hists loopHists // histograms (hist.go)
+}
 
-	pol          loopPolicy // admission wiring and refusal counters (policyloop.go)
-	poolInflight int        // frames this loop handed to the worker pool, not yet done
+// pacing is the wait phase's memory of earlier turns.
+type pacing struct {
+	lastEvents      int   // events the last wait returned
+	prevFull        bool  // the wait before this turn's filled the events array
+	slept           bool  // this turn's wait slept in epoll_wait
+	yieldAt         int64 // loop clock of the last yield
+	sleptSinceYield bool  // a wait slept since then
+}
 
-	hists      [numHists]hist    // loop-owned histograms (hist.go)
-	hpub       [numHists]histPub // their published copy
-	slept      bool              // this turn's wait slept in epoll_wait
-	framesSeen uint64            // st[cFrames] when the last turn ended
-	nPaused    int               // connections whose reading backpressure paused
+// connQueue is an intrusive FIFO of connections, linked through one of
+// their next pointers (nextReady or nextDirty).
+type connQueue struct {
+	head, tail *Conn
+	n          int
 }
 
 func newLoop(e *Engine, id int) *loop {
 	cfg := &e.cfg
 	l := &loop{
-		e:        e,
-		id:       id,
-		cfg:      cfg,
-		h:        e.h,
-		codec:    cfg.Codec,
-		admit:    cfg.Admission,
-		lfd:      -1,
-		maxSegs:  min(maxOutSegments, cfg.OutQueueMsgs),
-		msgsHigh: max(1, cfg.OutQueueMsgs/2),
-		msgsLow:  cfg.OutQueueMsgs / 4,
+		e:     e,
+		id:    id,
+		cfg:   cfg,
+		h:     e.h,
+		codec: cfg.Codec,
+		lis:   listener{fd: -1},
+		bp:    backpressure{msgsHigh: max(1, cfg.OutQueueMsgs/2), msgsLow: cfg.OutQueueMsgs / 4},
 	}
-	l.rejecter = RejecterFor(cfg.Codec)
-	l.chunks.max = max(maxFreeChunks, cfg.MaxQueuedBytes/max(1, cfg.Loops)/outChunkBytes)
-	l.initPolicy()
+	l.rejecter, _ = cfg.Codec.(protocol.Rejecter)
+	l.pools.init(cfg)
+	if cfg.Admission != nil {
+		l.stage = newStage(l, cfg.Admission.stageConfig())
+	}
 	l.inbox.init(cfg.InboxTasks)
 	l.awake.Store(true)
 	return l
@@ -140,6 +127,8 @@ func (l *loop) submit(t task) error {
 //	        loop that is not under load blocks at once (measured: the extra
 //	        zero-timeout poll doubled epoll_pwait calls per message in
 //	        ping-pong and saved nothing)
+//	start   the accept-queue sample, the other loops' queued bytes, and the
+//	        admission stage's afterWait hook
 //	accept  accept4 up to MaxAcceptPerTurn if the listener was reported
 //	ready   connections left over by a budget last turn (read or flush)
 //	io      this wait's events, per connection in the order: write
@@ -178,7 +167,7 @@ func (l *loop) run() {
 			l.e.fail(err)
 		}
 		l.observeWait(n, prev)
-		l.policyTurn(prev)
+		l.startPhase(prev)
 		l.acceptPhase()
 		l.readyPhase()
 		l.ioPhase(n)
@@ -192,7 +181,7 @@ func (l *loop) run() {
 
 // idle reports whether nothing is pending, so the loop may sleep.
 func (l *loop) idle() bool {
-	return l.readyHead == nil && l.dirtyHead == nil && l.inbox.pending.Load() == 0 && !l.signalled()
+	return l.readyq.head == nil && l.dirtyq.head == nil && l.inbox.pending.Load() == 0 && !l.signalled()
 }
 
 // signalled reports an engine state change this loop has not acted on.
@@ -201,25 +190,24 @@ func (l *loop) signalled() bool {
 	if e.draining.Load() && (!l.draining || e.force.Load() && l.nconns > 0) {
 		return true
 	}
-	return l.wantListen() != l.listening
+	return l.wantListen() != l.lis.in
 }
 
 // wait is the wait phase.
 func (l *loop) wait() (int, error) {
-	l.listenReady, l.slept = false, false
-	l.prevFull = l.lastEvents >= l.cfg.MaxEventsPerWait // the events array's size
+	l.lis.ready, l.pace.slept = false, false
+	l.pace.prevFull = l.pace.lastEvents >= l.cfg.MaxEventsPerWait // the events array's size
 	var n int
 	var err error
 	// Polling first is skipped after a quiet turn to save a syscall, but
 	// then a blocking wait may return events that were ready long before:
-	// with a policy, which reads "slept" as "woken by fresh events" (queue
-	// delay, loop lag), the loop always polls before it sleeps.
-	if l.lastEvents > 1 || l.pol.on || l.slowHead != nil || !l.idle() {
+	// a policy stage, which reads "slept" as "woken by fresh events"
+	// (queue delay, loop lag), has the loop always poll before it sleeps.
+	if l.pace.lastEvents > 1 || l.stage.pollsFirst() || !l.idle() {
 		n, err = l.p.wait(false)
 	}
-	if err == nil && n == 0 && l.slowHead != nil && l.idle() {
-		l.slowNow = true // nothing fresh to do: read the slow connections rather than sleep
-		l.lastEvents = 0
+	if err == nil && n == 0 && l.idle() && l.stage.beforeSleep() {
+		l.pace.lastEvents = 0 // the stage has deferred work to do instead of sleeping
 		return 0, nil
 	}
 	if err == nil && n == 0 && l.idle() {
@@ -227,7 +215,7 @@ func (l *loop) wait() (int, error) {
 		if l.idle() { // an inbox push that saw awake==true is visible now
 			l.publish()
 			l.st[cBlockingWaits]++
-			l.slept, l.sleptSinceYield = true, true
+			l.pace.slept, l.pace.sleptSinceYield = true, true
 			n, err = l.p.wait(true)
 		}
 		l.awake.Store(true)
@@ -235,24 +223,37 @@ func (l *loop) wait() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l.lastEvents = n
+	l.pace.lastEvents = n
 	l.st[cEvents] += uint64(n)
 	for i := 0; i < n; i++ {
-		if fd, tag, _ := l.p.event(i); tag == 0 && fd == l.lfd {
-			l.listenReady = true
+		if fd, tag, _ := l.p.event(i); tag == 0 && fd == l.lis.fd {
+			l.lis.ready = true
 		}
 	}
 	return n, nil
 }
 
-// readyPhase serves the connections a budget stopped last turn; ones that
-// spend their budget again go on the next turn's list.
-func (l *loop) readyPhase() {
-	if l.slowHead != nil {
-		l.slowPhase()
+// startPhase runs after the wait: the mechanism's periodic samples, then
+// the admission stage's afterWait hook. prev is the previous turn's clock.
+func (l *loop) startPhase(prev int64) {
+	if l.now >= l.lis.nextSample {
+		l.lis.nextSample = l.now + sampleNanos
+		l.sampleAcceptQueue()
 	}
-	c := l.readyHead
-	l.readyHead, l.readyTail, l.nReady = nil, nil, 0
+	if l.cfg.MaxQueuedBytes > 0 {
+		l.bp.sumOthers(l)
+	}
+	if s := l.stage; s != nil {
+		s.afterWait(prev)
+	}
+}
+
+// readyPhase serves the connections a budget stopped last turn (and those
+// the admission stage released); ones that spend their budget again go on
+// the next turn's list.
+func (l *loop) readyPhase() {
+	c := l.readyq.head
+	l.readyq = connQueue{}
 	for c != nil {
 		next := c.nextReady
 		c.nextReady = nil
@@ -262,8 +263,8 @@ func (l *loop) readyPhase() {
 			if f&fNeedFlush != 0 {
 				l.markDirty(c)
 			}
-			if f&fNeedRead != 0 && c.readable() {
-				l.readConn(c)
+			if f&fNeedRead != 0 {
+				l.readConn(c, false)
 				l.flushEarly(c)
 			}
 		}
@@ -273,7 +274,6 @@ func (l *loop) readyPhase() {
 
 // ioPhase dispatches this turn's events (see run for the order).
 func (l *loop) ioPhase(n int) {
-	l.pol.evSince = l.pol.evBound // reset at the end: only this phase's reads come from events
 	for i := 0; i < n; i++ {
 		fd, tag, ev := l.p.event(i)
 		if tag == 0 {
@@ -290,306 +290,19 @@ func (l *loop) ioPhase(n int) {
 				continue
 			}
 		}
-		if ev&(evIn|evRdHup|evHup|evErr) != 0 {
-			if ev&(evRdHup|evHup|evErr) != 0 {
-				c.flags |= fRdHup
-			}
-			switch {
-			case c.readable():
-				if l.pol.slowReads && l.deferSlow(c) {
-					continue
-				}
-				l.readConn(c)
-				l.flushEarly(c)
-			case ev&(evHup|evErr) != 0 && c.flags&fClosed == 0:
-				l.closeNow(c, l.hangupCause(c))
-			default:
-				c.flags &^= fFresh // this edge goes unread: its bytes will be older than the next one's
-			}
-		}
-	}
-	l.pol.evSince = 0
-}
-
-// inboxPhase runs tasks from other goroutines, at most
-// MaxInboxTasksPerTurn; the rest wait for the next turn (the loop does not
-// sleep while the inbox is not empty).
-func (l *loop) inboxPhase() {
-	n := l.inbox.take(l.tasks)
-	for i := 0; i < n; i++ {
-		t := &l.tasks[i]
-		l.st[cInboxTasks]++
-		if t.kind == taskDone { // counts even for a connection that has gone
-			l.poolDone(t)
-			*t = task{}
+		if ev&(evIn|evRdHup|evHup|evErr) == 0 {
 			continue
 		}
-		c := l.conn(int(t.fd))
-		if c == nil || c.gen != t.gen || c.flags&fClosed != 0 {
-			l.st[cStaleTasks]++
-			t.release()
-			*t = task{}
+		if ev&(evRdHup|evHup|evErr) != 0 {
+			c.flags |= fRdHup
+		}
+		if ev&(evHup|evErr) != 0 && !c.readable() && c.flags&fClosed == 0 {
+			l.closeNow(c, l.hangupCause(c))
 			continue
 		}
-		switch t.kind {
-		case taskWrite:
-			if err := l.writeSegment(c, t.seg); err != nil {
-				t.release()
-				if err == ErrQueueFull {
-					l.requestClose(c, ErrQueueFull)
-				}
-			}
-		case taskClose:
-			l.requestClose(c, t.cause)
-		}
-		*t = task{}
+		l.readConn(c, true)
+		l.flushEarly(c)
 	}
-}
-
-// timerPhase closes connections whose deadline passed and re-arms the rest.
-func (l *loop) timerPhase() {
-	for t := l.timers.popDue(l.now); t != nil; t = l.timers.popDue(l.now) {
-		c := t.c
-		l.st[cTimerFires]++
-		if cause := l.expired(c); cause != nil {
-			l.closeNow(c, cause)
-			continue
-		}
-		l.armConn(c)
-	}
-	if l.fdPausedUntil != 0 && l.now >= l.fdPausedUntil {
-		l.fdPausedUntil = 0 // controlPhase puts the listener back
-	}
-}
-
-// expired returns the deadline c has passed, if any.
-func (l *loop) expired(c *Conn) error {
-	cfg := l.cfg
-	switch {
-	case enabled(cfg.IdleTimeout) && l.now-c.lastActive >= int64(cfg.IdleTimeout):
-		return ErrIdleTimeout
-	case enabled(cfg.FrameTimeout) && c.flags&fPartial != 0 && l.now-c.frameStart >= int64(cfg.FrameTimeout):
-		return ErrFrameTimeout
-	case enabled(cfg.WriteStallTimeout) && c.outBytes > 0 && l.now-c.progressAt >= int64(cfg.WriteStallTimeout):
-		return ErrWriteStall
-	}
-	return nil
-}
-
-// armConn sets c's one timer to the earliest moment a deadline could pass
-// given what is known now. A condition not in force (no partial frame,
-// nothing queued) counts as if it began now, so the timer fires at least
-// once per shortest timeout and a condition that begins later is caught at
-// its exact deadline: the fire that sees it re-arms for it. The data path
-// only stamps lastActive, frameStart and progressAt; it never touches the
-// heap.
-func (l *loop) armConn(c *Conn) {
-	cfg := l.cfg
-	next := int64(math.MaxInt64)
-	if enabled(cfg.IdleTimeout) {
-		next = c.lastActive + int64(cfg.IdleTimeout)
-	}
-	if enabled(cfg.FrameTimeout) {
-		from := l.now
-		if c.flags&fPartial != 0 {
-			from = c.frameStart
-		}
-		next = min(next, from+int64(cfg.FrameTimeout))
-	}
-	if enabled(cfg.WriteStallTimeout) {
-		from := l.now
-		if c.outBytes > 0 {
-			from = c.progressAt
-		}
-		next = min(next, from+int64(cfg.WriteStallTimeout))
-	}
-	if next == math.MaxInt64 {
-		return
-	}
-	l.timers.set(&c.tm, next)
-}
-
-// drainPhase carries out a shutdown: the first time, release the listener
-// and ask every connection to close after its output drains; once the drain
-// deadline passes (or Shutdown's context ends), close what is left.
-func (l *loop) drainPhase() {
-	e := l.e
-	if !e.draining.Load() {
-		return
-	}
-	if !l.draining {
-		l.draining = true
-		l.releaseListener()
-		for _, c := range l.conns {
-			if c != nil && c.flags&fClosed == 0 {
-				l.requestClose(c, ErrShutdown)
-			}
-		}
-	}
-	if d := e.drainDeadline.Load(); e.force.Load() || d != 0 && l.now >= d {
-		for _, c := range l.conns {
-			if c != nil && c.flags&fClosed == 0 {
-				l.closeNow(c, ErrShutdown)
-			}
-		}
-	}
-}
-
-// flushPhase writes each dirty connection once (one budgeted writev) and
-// finishes graceful closes whose output is gone.
-func (l *loop) flushPhase() {
-	if l.lazyHead != nil {
-		l.lazyPhase()
-	}
-	for l.dirtyHead != nil {
-		c := l.dirtyHead
-		l.dirtyHead = c.nextDirty
-		if l.dirtyHead == nil {
-			l.dirtyTail = nil
-		}
-		c.nextDirty = nil
-		c.flags &^= fDirty
-		if c.flags&fClosed != 0 {
-			continue
-		}
-		if c.flags&fRejOnly != 0 && !l.draining && l.now-c.rejAt < l.pol.rejDelay {
-			l.deferRejects(c)
-			continue
-		}
-		// Skip a connection whose flush budget for this turn is spent (it
-		// is on the ready list for the next turn).
-		if c.out != nil && c.flags&fNeedFlush == 0 {
-			l.flushConn(c)
-		}
-		l.finishClose(c)
-	}
-}
-
-// deferRejects puts c, whose out-queue holds only rejects younger than
-// RejectFlushDelay, on the lazy list instead of writing it this turn.
-func (l *loop) deferRejects(c *Conn) {
-	if c.flags&fLazy != 0 {
-		return
-	}
-	c.flags |= fLazy
-	l.st[cLazyFlushes]++
-	c.nextLazy = l.lazyHead
-	l.lazyHead = c
-	if due := c.rejAt + l.pol.rejDelay; l.lazyDue == 0 || due < l.lazyDue {
-		l.lazyDue = due
-	}
-}
-
-// lazyPhase moves the lazy connections whose rejects are due (all of them
-// once the engine drains) to the dirty list; the others stay lazy. A
-// connection that got a reply meanwhile was flushed with it and is dropped
-// from the list.
-func (l *loop) lazyPhase() {
-	if l.now < l.lazyDue && !l.draining {
-		return
-	}
-	c := l.lazyHead
-	l.lazyHead, l.lazyDue = nil, 0
-	for c != nil {
-		next := c.nextLazy
-		c.nextLazy = nil
-		c.flags &^= fLazy
-		switch {
-		case c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil:
-		case l.draining || l.now-c.rejAt >= l.pol.rejDelay:
-			c.flags &^= fRejOnly // due: flushPhase writes it now
-			l.markDirty(c)
-		default:
-			l.deferRejects(c)
-		}
-		c = next
-	}
-}
-
-// deferSlow is readConn's check, for a connection this turn's events
-// reported, with RejectFlushDelay and MaxQueueDelay set: if the bytes it
-// would read cannot be proven younger than MaxQueueDelay, every frame in
-// them would be refused, so c goes on the slow list and is read once
-// RejectFlushDelay has passed (at once when the engine drains): one read
-// and one write for a batch of refusals instead of one of each per turn. Its
-// last draining read stays its arrival bound, so the wait cannot make
-// those bytes look younger. It reports whether c was deferred.
-func (l *loop) deferSlow(c *Conn) bool {
-	p := &l.pol
-	if c.flags&fSlow != 0 {
-		return true
-	}
-	if l.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
-		return false // see end of file and held frames at once
-	}
-	if l.e.clock()-l.arrivalBound(c, true) <= p.maxDelay {
-		return false
-	}
-	c.flags |= fSlow
-	c.flags &^= fFresh
-	l.parkSlow(c, l.now+p.rejDelay)
-	l.st[cSlowReads]++
-	return true
-}
-
-// parkSlow puts c (flagged fSlow) on the slow list, to be read at at.
-func (l *loop) parkSlow(c *Conn, at int64) {
-	c.slowAt = at
-	c.nextSlow = l.slowHead
-	l.slowHead = c
-	if l.slowDue == 0 || at < l.slowDue {
-		l.slowDue = at
-	}
-}
-
-// slowPhase reads the slow connections that are due (all of them when the
-// loop found nothing else to do, or once the engine drains); the others
-// stay on the list.
-func (l *loop) slowPhase() {
-	all := l.slowNow || l.draining
-	l.slowNow = false
-	if l.now < l.slowDue && !all {
-		return
-	}
-	c := l.slowHead
-	l.slowHead, l.slowDue = nil, 0
-	for c != nil {
-		next := c.nextSlow
-		c.nextSlow = nil
-		switch {
-		case c.flags&fClosed != 0:
-			c.flags &^= fSlow | fQuota
-		case l.now >= c.slowAt || all && c.flags&fQuota == 0 || l.draining:
-			c.flags &^= fSlow | fQuota
-			if c.readable() {
-				l.readConn(c)
-				l.flushEarly(c)
-			}
-		default:
-			c.nextSlow = l.slowHead
-			l.slowHead = c
-			if l.slowDue == 0 || c.slowAt < l.slowDue {
-				l.slowDue = c.slowAt
-			}
-		}
-		c = next
-	}
-}
-
-// flushEarly writes c's replies right after its input was handled rather
-// than at the end of the turn, so the peer has them while the loop serves
-// the other connections; batching every reply to the end of the turn left
-// peers idle while the loop read the rest (measured: 256 conns x 16 in
-// flight, server and client each about half busy). It is still one writev
-// per connection per turn in the common case: flushPhase skips a
-// connection whose budget this flush spent, one whose queue it emptied has
-// no out-queue left, and a connection waiting for EPOLLOUT is left to
-// flushPhase as before.
-func (l *loop) flushEarly(c *Conn) {
-	if c.flags&(fDirty|fClosed|fOutArmed|fNeedFlush|fRejOnly) != fDirty || c.out == nil {
-		return
-	}
-	l.flushConn(c)
 }
 
 // yieldEveryNanos spaces the loop's voluntary yields (see yield); under
@@ -609,7 +322,7 @@ const yieldEveryNanos = int64(5 * time.Millisecond)
 // hands the P to another thread and back (the loop's thread is locked), a
 // few microseconds 200 times a second, and lets other goroutines run.
 func (l *loop) yield(now int64) {
-	l.yieldAt, l.sleptSinceYield = now, false
+	l.pace.yieldAt, l.pace.sleptSinceYield = now, false
 	runtime.Gosched()
 }
 
@@ -618,10 +331,10 @@ func (l *loop) yield(now int64) {
 func (l *loop) controlPhase() {
 	end := l.e.clock()
 	l.observeTurn(end) // the turn's one clock read besides the wait's
-	if l.sleptSinceYield && end-l.yieldAt >= yieldEveryNanos {
+	if l.pace.sleptSinceYield && end-l.pace.yieldAt >= yieldEveryNanos {
 		l.yield(end)
 	}
-	if want := l.wantListen(); want != l.listening {
+	if want := l.wantListen(); want != l.lis.in {
 		l.setListening(want)
 	}
 	l.armTimerfd()
@@ -629,38 +342,6 @@ func (l *loop) controlPhase() {
 	if l.draining && l.nconns == 0 {
 		l.exiting = true
 	}
-}
-
-// armTimerfd points the timerfd at the earliest deadline. A timerfd armed
-// earlier than needed is left alone: it fires, finds nothing due and is
-// re-armed, which is cheaper than a syscall every time the earliest
-// deadline moves later.
-func (l *loop) armTimerfd() {
-	next := int64(math.MaxInt64)
-	if t := l.timers.peek(); t != nil {
-		next = t.at
-	}
-	if l.fdPausedUntil != 0 {
-		next = min(next, l.fdPausedUntil)
-	}
-	if d := l.e.drainDeadline.Load(); l.draining && d != 0 {
-		next = min(next, d)
-	}
-	next = min(next, l.policyWakeAt())
-	if l.lazyDue != 0 {
-		next = min(next, l.lazyDue)
-	}
-	if l.slowDue != 0 {
-		next = min(next, l.slowDue)
-	}
-	if next == math.MaxInt64 || l.timerAt > l.now && l.timerAt <= next {
-		return
-	}
-	if err := l.p.armTimer(next - l.now); err != nil {
-		l.e.fail(err)
-		return
-	}
-	l.timerAt = next
 }
 
 // exit runs when the loop goroutine ends: it closes what is left (only a
@@ -705,13 +386,14 @@ func (l *loop) ready(c *Conn, f connFlag) {
 		return
 	}
 	c.flags |= fReady
-	l.nReady++
-	if l.readyTail == nil {
-		l.readyHead = c
+	q := &l.readyq
+	q.n++
+	if q.tail == nil {
+		q.head = c
 	} else {
-		l.readyTail.nextReady = c
+		q.tail.nextReady = c
 	}
-	l.readyTail = c
+	q.tail = c
 }
 
 // markDirty puts c on this turn's flush list.
@@ -720,10 +402,11 @@ func (l *loop) markDirty(c *Conn) {
 		return
 	}
 	c.flags |= fDirty
-	if l.dirtyTail == nil {
-		l.dirtyHead = c
+	q := &l.dirtyq
+	if q.tail == nil {
+		q.head = c
 	} else {
-		l.dirtyTail.nextDirty = c
+		q.tail.nextDirty = c
 	}
-	l.dirtyTail = c
+	q.tail = c
 }

@@ -67,15 +67,13 @@ func (c *lineConn) line(t testing.TB) string {
 // below it, and every connection is served in the end.
 func TestPolicyGateFlood(t *testing.T) {
 	const budget, total = 20, 36 // the backlog left after the first wave stays under the budget
-	adm := newAdmitter(t, admission.Config{
-		Loops:          2,
-		Budgets:        admission.GlobalBudgets{MaxConns: budget, MemoryLimitBytes: -1},
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
 		Gate:           admission.GateConfig{Watermark: admission.Watermark{High: 1, Low: 0.5, MinDwell: 200 * time.Millisecond}},
 		SampleInterval: time.Millisecond,
 	})
 	h := newTestHandler()
-	e := start(t, Config{Loops: 2, Codec: protocol.Delimited{}, MaxAcceptPerTurn: 1, Backlog: 128,
-		Policy: AdmissionPolicy{Admitter: adm}}, h)
+	e := start(t, Config{Loops: 2, Codec: protocol.Delimited{}, MaxAcceptPerTurn: 1, Backlog: 128, MaxConns: budget,
+		Admission: AdmissionPolicy{Admitter: adm}}, h)
 	var clients []*lineConn
 	for i := 0; i < total; i++ {
 		clients = append(clients, dialLine(t, e.Addr().String(), nil))
@@ -177,8 +175,8 @@ func TestNoisyNeighbour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Policy: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+	adm := newAdmitter(t, admission.Config{Tenants: tl, MemoryLimitBytes: -1})
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, newTestHandler())
 	noisy := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
 	quiet := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 1))
 
@@ -205,7 +203,7 @@ func TestNoisyNeighbour(t *testing.T) {
 				return
 			}
 			s = strings.TrimSuffix(s, "\n")
-			if reason, retry, ok := ParseRejectText([]byte(s)); ok {
+			if reason, retry, ok := protocol.ParseRejectText([]byte(s)); ok {
 				if reason != "tenant" || retry <= 0 {
 					t.Errorf("reject %q: reason %q retry %v", s, reason, retry)
 				}
@@ -256,13 +254,11 @@ func TestNoisyNeighbour(t *testing.T) {
 func TestQueuedBytesBudget(t *testing.T) {
 	const budget = 1 << 20
 	const peers = 24 // × the per-connection high watermark (128 KiB) = 3 MiB without the budget
-	adm := newAdmitter(t, admission.Config{
-		Loops:          1,
-		Budgets:        admission.GlobalBudgets{MaxQueuedBytes: budget, MemoryLimitBytes: -1},
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
 		SampleInterval: time.Millisecond,
 	})
 	e := start(t, Config{Loops: 1, Codec: protocol.LengthPrefixed{}, WriteStallTimeout: -1, IdleTimeout: -1,
-		MaxQueuedBytes: budget, Policy: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+		MaxQueuedBytes: budget, Admission: AdmissionPolicy{Admitter: adm}}, newTestHandler())
 	var conns []net.Conn
 	for i := 0; i < peers; i++ {
 		c, err := dialSmallWindow(e.Addr().String(), 4096)
@@ -339,8 +335,8 @@ func TestRejectsWellFormed(t *testing.T) {
 	}
 	for _, codec := range []protocol.Codec{protocol.LengthPrefixed{}, protocol.Delimited{}} {
 		t.Run(fmt.Sprintf("%T", codec), func(t *testing.T) {
-			adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
-			e := start(t, Config{Loops: 1, Codec: codec, Policy: AdmissionPolicy{Admitter: adm,
+			adm := newAdmitter(t, admission.Config{Tenants: tl, MemoryLimitBytes: -1})
+			e := start(t, Config{Loops: 1, Codec: codec, Admission: AdmissionPolicy{Admitter: adm,
 				// each connection is its own tenant, so the subtests do not share a quota
 				TenantKey: func(dst []byte, peer netip.AddrPort, _ []byte) []byte {
 					return binary.BigEndian.AppendUint16(dst, peer.Port())
@@ -373,7 +369,7 @@ func TestRejectsWellFormed(t *testing.T) {
 				t.Fatalf("first reply %q", got)
 			}
 			got := recv()
-			reason, retry, ok := ParseRejectText([]byte(got))
+			reason, retry, ok := protocol.ParseRejectText([]byte(got))
 			if !ok || reason != "tenant" || retry <= 0 || retry > 100*time.Millisecond {
 				t.Fatalf("second reply %q: want a tenant reject with retry-after in (0, 100ms]", got)
 			}
@@ -416,7 +412,7 @@ func TestFramesPerTurn(t *testing.T) {
 // CoDel on the loop refuses frames that waited too long (reason "codel")
 // with cheap rejects, so the frames it does serve wait little.
 func TestShedOnQueueDelay(t *testing.T) {
-	adm := newAdmitter(t, admission.Config{Loops: 1, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1},
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
 		CoDel: &admission.CoDelConfig{Target: 2 * time.Millisecond, Interval: 20 * time.Millisecond}})
 	h := newTestHandler()
 	h.frame = func(c *Conn, frame []byte) Action {
@@ -425,7 +421,7 @@ func TestShedOnQueueDelay(t *testing.T) {
 		return None
 	}
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, MaxFramesPerTurn: 8,
-		Policy: AdmissionPolicy{Admitter: adm, ShedOnQueueDelay: true}}, h)
+		Admission: AdmissionPolicy{Admitter: adm}}, h)
 	const conns, per = 8, 400 // 3,200 frames × 200µs = 640 ms of work, sent at once
 	var wg sync.WaitGroup
 	var served, shed atomic.Int64
@@ -441,7 +437,7 @@ func TestShedOnQueueDelay(t *testing.T) {
 			c.Write(req.Bytes())
 			for j := 0; j < per; j++ {
 				s := c.line(t)
-				if reason, _, ok := ParseRejectText([]byte(s)); ok {
+				if reason, _, ok := protocol.ParseRejectText([]byte(s)); ok {
 					if reason != "codel" {
 						t.Errorf("reject reason %q", reason)
 					}
@@ -544,7 +540,7 @@ func TestPoolQueueFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if reason, _, ok := ParseRejectText([]byte(strings.TrimSpace(s))); ok {
+		if reason, _, ok := protocol.ParseRejectText([]byte(strings.TrimSpace(s))); ok {
 			if reason != "queue" {
 				t.Errorf("reason %q", reason)
 			}
@@ -585,7 +581,7 @@ func TestPoolCoDel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if reason, _, ok := ParseRejectText([]byte(strings.TrimSpace(s))); ok {
+		if reason, _, ok := protocol.ParseRejectText([]byte(strings.TrimSpace(s))); ok {
 			if reason != "codel" {
 				t.Errorf("reason %q", reason)
 			}
@@ -629,8 +625,8 @@ func TestPoolNewestFirst(t *testing.T) {
 	p = newP()
 	ms := int64(time.Millisecond)
 	now := e.clock()
-	p.codel.Dequeue(e.wallTime(now-60*ms), e.wallTime(now-90*ms))
-	p.codel.Dequeue(e.wallTime(now-40*ms), e.wallTime(now-70*ms))
+	p.codel.Dequeue(e.timeAt(now-60*ms), e.timeAt(now-90*ms))
+	p.codel.Dequeue(e.timeAt(now-40*ms), e.timeAt(now-70*ms))
 	if !p.codel.ServeNewestFirst() {
 		t.Fatal("CoDel not overloaded")
 	}
@@ -676,12 +672,12 @@ func TestPoolShutdownDrains(t *testing.T) {
 
 // childPolicy is the admission policy of the "emfile-policy" child.
 func childPolicy() (AdmissionPolicy, error) {
-	adm, err := admission.NewAdmitter(admission.Config{Loops: 1, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1},
+	adm, err := admission.NewAdmitter(admission.Config{MemoryLimitBytes: -1,
 		Gate: admission.GateConfig{FDPause: 100 * time.Millisecond}})
 	return AdmissionPolicy{Admitter: adm}, err
 }
 
-// TestEMFILEPolicy: with an admission policy, EMFILE under a lowered
+// TestEMFILEAdmission: with an admission policy, EMFILE under a lowered
 // RLIMIT_NOFILE (in a child process) pauses the policy's gate for its
 // FDPause, every loop's listener leaves epoll, CPU stays low, and the
 // waiting connections are served once fds are free.
@@ -740,14 +736,12 @@ func waitReport(t *testing.T, ch *child, what string, cond func(childReport) boo
 // accepted and answered at once with a reject and a close, instead of
 // waiting in (or being dropped by) the kernel's queue.
 func TestBacklogReject(t *testing.T) {
-	adm := newAdmitter(t, admission.Config{
-		Loops:          1,
-		Budgets:        admission.GlobalBudgets{MaxConns: 2, MemoryLimitBytes: -1},
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
 		Gate:           admission.GateConfig{Watermark: admission.Watermark{High: 1, Low: 0.5, MinDwell: time.Second}, RejectBacklogAbove: 0.25},
 		SampleInterval: time.Millisecond,
 	})
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, MaxConns: 2, MaxConnsLow: 1, Backlog: 8,
-		Policy: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+		Admission: AdmissionPolicy{Admitter: adm}}, newTestHandler())
 	for i := 0; i < 2; i++ {
 		c := dialLine(t, e.Addr().String(), nil)
 		fmt.Fprintf(c, "hi\n")
@@ -761,7 +755,7 @@ func TestBacklogReject(t *testing.T) {
 		c := dialLine(t, e.Addr().String(), nil)
 		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 		line, err := c.r.ReadString('\n')
-		switch reason, retry, ok := ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); {
+		switch reason, retry, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); {
 		case err == nil && ok && reason == "global" && retry > 0:
 			rejected++
 			if _, err := c.r.ReadString('\n'); err != io.EOF {
@@ -792,20 +786,20 @@ func allocPolicy(t testing.TB) AdmissionPolicy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := newAdmitter(t, admission.Config{Loops: 1, Tenants: tl, Conn: admission.ConnBudgets{MaxPipelinedReqs: 64},
-		Budgets: admission.GlobalBudgets{MaxQueuedBytes: 1 << 30, MemoryLimitBytes: -1},
-		CoDel:   &admission.CoDelConfig{}})
-	return AdmissionPolicy{Admitter: adm, ShedOnQueueDelay: true, MaxQueueDelay: time.Second}
+	adm := newAdmitter(t, admission.Config{Tenants: tl, Conn: admission.ConnBudgets{MaxPipelinedReqs: 64},
+		MemoryLimitBytes: -1,
+		CoDel:            &admission.CoDelConfig{}})
+	return AdmissionPolicy{Admitter: adm, MaxQueueDelay: time.Second}
 }
 
-// TestEchoZeroAllocsPolicy: the echo path with the admission policy on
+// TestEchoZeroAllocsAdmission: the echo path with the admission policy on
 // (global flags, GCRA tenant charge, connection queue, CoDel with a clock
 // read per frame) allocates nothing in the steady state.
 func TestEchoZeroAllocsPolicy(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's bookkeeping allocates")
 	}
-	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), MaxQueuedBytes: 1 << 30, Policy: allocPolicy(t)}, echoHandlerAlloc)
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), MaxQueuedBytes: 1 << 30, Admission: allocPolicy(t)}, echoHandlerAlloc)
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(60 * time.Second))
 	out := pipelined(16, 64)
@@ -840,7 +834,7 @@ func BenchmarkEchoPolicy(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			cfg := Config{Loops: 1, Codec: protocolLength()}
 			if on { // a fresh Admitter per engine: Shutdown leaves one draining
-				cfg.Policy = allocPolicy(b)
+				cfg.Admission, cfg.MaxQueuedBytes = allocPolicy(b), 1<<30
 			}
 			e := start(b, cfg, echoHandlerAlloc)
 			c := dial(b, e)

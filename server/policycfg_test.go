@@ -1,34 +1,34 @@
 package server
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/sluicenet/sluice/admission"
 )
 
-// TestPolicyBudgetsReachEngine: with a Policy, the engine takes the
-// Admitter's MaxConns and MaxQueuedBytes as its own exact caps unless the
-// Config sets them, and the Config's values win when it does.
-func TestPolicyBudgetsReachEngine(t *testing.T) {
-	b := admission.GlobalBudgets{MaxConns: 10, MaxQueuedBytes: 1 << 20, MemoryLimitBytes: -1}
-	adm := newAdmitter(t, admission.Config{Loops: 1, Budgets: b})
-	if got := adm.Budgets(); got.MaxConns != 10 || got.MaxQueuedBytes != 1<<20 {
-		t.Fatalf("Admitter.Budgets() = %+v", got)
-	}
-	e, err := New(Config{Loops: 1, Policy: AdmissionPolicy{Admitter: adm}}, HandlerFuncs{})
+// TestEngineCapsReachAdmitter: the engine owns its loop count and the caps
+// it enforces (MaxConns, MaxQueuedBytes); New hands them to the policy's
+// Admitter (admission.Binding), whose budgets then derive from them, and
+// an Admitter serves one engine.
+func TestEngineCapsReachAdmitter(t *testing.T) {
+	adm := newAdmitter(t, admission.Config{MaxInflightReqs: 5, MemoryLimitBytes: -1})
+	e, err := New(Config{Loops: 3, MaxConns: 10, MaxQueuedBytes: 1 << 20, Admission: AdmissionPolicy{Admitter: adm}}, HandlerFuncs{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	want := admission.GlobalBudgets{MaxConns: 10, MaxInflightReqs: 5, MaxQueuedBytes: 1 << 20, MemoryLimitBytes: -1}
+	if got := adm.Budgets(); got != want {
+		t.Errorf("Admitter.Budgets() = %+v, want %+v", got, want)
+	}
+	if adm.Loop(2) == nil || adm.Loop(3) != nil {
+		t.Error("the Admitter does not have exactly the engine's 3 loop handles")
 	}
 	if e.cfg.MaxConns != 10 || e.cfg.MaxConnsLow != 9 || e.cfg.MaxQueuedBytes != 1<<20 {
-		t.Errorf("derived MaxConns %d MaxConnsLow %d MaxQueuedBytes %d, want 10, 9, %d",
+		t.Errorf("MaxConns %d MaxConnsLow %d MaxQueuedBytes %d, want 10, 9, %d",
 			e.cfg.MaxConns, e.cfg.MaxConnsLow, e.cfg.MaxQueuedBytes, 1<<20)
 	}
-	adm2 := newAdmitter(t, admission.Config{Loops: 1, Budgets: b})
-	e2, err := New(Config{Loops: 1, MaxConns: 20, MaxQueuedBytes: 4096, Policy: AdmissionPolicy{Admitter: adm2}}, HandlerFuncs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e2.cfg.MaxConns != 20 || e2.cfg.MaxQueuedBytes != 4096 {
-		t.Errorf("explicit MaxConns %d MaxQueuedBytes %d, want 20 and 4096", e2.cfg.MaxConns, e2.cfg.MaxQueuedBytes)
+	if _, err := New(Config{Loops: 1, Admission: AdmissionPolicy{Admitter: adm}}, HandlerFuncs{}); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, admission.ErrBound) {
+		t.Errorf("a second engine on the same Admitter: %v, want ErrInvalidConfig wrapping admission.ErrBound", err)
 	}
 }

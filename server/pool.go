@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/ioflush"
+	"github.com/sluicenet/sluice/protocol"
 	"github.com/valyala/bytebufferpool"
 )
 
@@ -68,7 +69,7 @@ func FrameClaimFrom(ctx context.Context) (admission.Claim, bool) {
 // abandon releases t's claim, if any, after the pool refused t.
 func (p *pool) abandon(t *poolTask) {
 	if pc := t.claim; pc != nil {
-		_ = pc.store.Abandon(context.Background(), p.e.wallTime(p.e.clock()), pc.key, pc.claim.Token)
+		_ = pc.store.Abandon(context.Background(), p.e.timeAt(p.e.clock()), pc.key, pc.claim.Token)
 		t.claim = nil
 	}
 }
@@ -80,7 +81,7 @@ func (p *pool) abandon(t *poolTask) {
 type pool struct {
 	e   *Engine
 	cfg PoolConfig
-	rj  Rejecter
+	rj  protocol.Rejecter // the codec's; nil: a refusal closes the connection
 
 	mu       sync.Mutex
 	cond     sync.Cond
@@ -100,7 +101,8 @@ type pool struct {
 
 func newPool(e *Engine) (*pool, error) {
 	cfg := e.cfg.Pool
-	p := &pool{e: e, cfg: cfg, rj: RejecterFor(e.cfg.Codec), q: make([]poolTask, cfg.QueueLen)}
+	p := &pool{e: e, cfg: cfg, q: make([]poolTask, cfg.QueueLen)}
+	p.rj, _ = e.cfg.Codec.(protocol.Rejecter)
 	p.cond.L = &p.mu
 	p.st.Workers = cfg.Workers
 	if cfg.CoDel != nil {
@@ -127,7 +129,7 @@ func (p *pool) start() {
 func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	t := poolTask{l: l, c: c, fd: c.fd, gen: c.gen, enq: l.now, claim: claim}
 	if cfg := &p.cfg; cfg.Deadline != nil {
-		if d := cfg.Deadline(frame, l.wallTime(l.now)); !d.IsZero() {
+		if d := cfg.Deadline(frame, l.e.timeAt(l.now)); !d.IsZero() {
 			t.deadline = max(int64(d.Sub(p.e.start)), 1)
 		}
 	}
@@ -170,7 +172,7 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 			return poolTask{}, admission.Verdict{}, false
 		}
 		if p.codel != nil {
-			p.codel.Empty(p.e.wallTime(p.e.clock()))
+			p.codel.Empty(p.e.timeAt(p.e.clock()))
 		}
 		p.cond.Wait()
 	}
@@ -187,7 +189,7 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 	p.running++
 	v := admission.Admitted()
 	if p.codel != nil {
-		v = p.codel.Dequeue(p.e.wallTime(p.e.clock()), p.e.wallTime(t.enq))
+		v = p.codel.Dequeue(p.e.timeAt(p.e.clock()), p.e.timeAt(t.enq))
 	}
 	return t, v, true
 }
@@ -224,7 +226,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 	if served {
 		ctx, cancel := p.ctx, context.CancelFunc(nil)
 		if t.deadline != 0 {
-			ctx, cancel = context.WithDeadline(p.ctx, p.e.wallTime(t.deadline))
+			ctx, cancel = context.WithDeadline(p.ctx, p.e.timeAt(t.deadline))
 		}
 		if t.claim != nil {
 			ctx = context.WithValue(ctx, claimCtxKey{}, t.claim)
@@ -251,7 +253,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 // reject answers t off the loop with the codec's reject (through the
 // connection's inbox), or closes the connection when the codec has none.
 func (p *pool) reject(t *poolTask, r admission.Reason, retry time.Duration) {
-	if a := p.e.cfg.Policy.Admitter; a != nil {
+	if a := p.e.adm; a != nil {
 		a.Count(r)
 	}
 	if p.rj == nil {

@@ -1,172 +1,114 @@
 package server
 
 import (
-	"strconv"
+	"fmt"
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
-	"github.com/sluicenet/sluice/protocol"
-	"github.com/sluicenet/sluice/protocol/envelope"
-	"github.com/sluicenet/sluice/protocol/http1"
-	"github.com/sluicenet/sluice/protocol/resp"
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/valyala/bytebufferpool"
 )
 
-// RejectPrefix starts the reject frame of the length-prefixed and line
-// codecs (see AppendRejectText). A client tells a reject from an echo or a
-// reply by this prefix; a protocol whose payloads may start with it should
-// use the envelope, which has a reject type of its own.
-const RejectPrefix = "-REJECT "
+// Refusals are mechanism: whoever decided (the admission stage, the worker
+// pool, a handler through Conn.Reject, the gate in GateRejecting), the
+// engine answers a refused frame with the codec's protocol.Rejecter, counts
+// it by reason, and keeps the connection open; a codec without a Rejecter
+// has the connection closed with ErrRejected instead, so a refusal is
+// never silent.
 
-// AppendRejectText appends the text of a reject frame for the framed codecs
-// without a reject type of their own (length-prefixed, line):
-//
-//	-REJECT <reason> <retry_after_ms>
-//
-// reason is one word ("tenant", "codel", ...; see admission.Reason) and
-// retry_after_ms is a decimal count of milliseconds, rounded up, 0 for no
-// hint. For example "-REJECT tenant 120". The codec frames it like any
-// payload: a 4-byte length header before it, or a '\n' after it. It does not
-// allocate when dst has room.
-func AppendRejectText(dst []byte, reason string, retryAfter time.Duration) []byte {
-	dst = append(dst, RejectPrefix...)
-	dst = append(dst, reason...)
-	dst = append(dst, ' ')
-	return strconv.AppendInt(dst, retryAfterMillis(retryAfter), 10)
+// reasonOf returns reason as an admission.Reason, or ReasonNone ("other")
+// for a reason that is not one.
+func reasonOf(reason string) admission.Reason {
+	r, err := admission.ParseReason(reason)
+	if err != nil {
+		return admission.ReasonNone
+	}
+	return r
 }
 
-// ParseRejectText is the inverse of AppendRejectText for a decoded payload:
-// it reports whether payload is a reject frame and returns its fields.
-func ParseRejectText(payload []byte) (reason string, retryAfter time.Duration, ok bool) {
-	if len(payload) < len(RejectPrefix) || string(payload[:len(RejectPrefix)]) != RejectPrefix {
-		return "", 0, false
+// answerReject writes the codec's reject for frame, refused for reason,
+// or closes the connection with ErrRejected when the codec has none. It
+// counts the reject (Stats.Rejects), not its reason: callers count that
+// (refused). A reject that leaves c's out-queue holding only refusals is
+// reported to the admission stage, which may hold them back
+// (AdmissionPolicy.RejectFlushDelay).
+func (l *loop) answerReject(c *Conn, frame []byte, reason string, retryAfter time.Duration) {
+	l.st[cRejects]++
+	if l.rejecter == nil {
+		l.requestClose(c, fmt.Errorf("%w: %s", ErrRejected, reason))
+		return
 	}
-	rest := payload[len(RejectPrefix):]
-	sp := -1
-	for i, b := range rest {
-		if b == ' ' {
-			sp = i
-			break
+	held := c.flags&fRejOnly != 0
+	rejOnly := c.outBytes == 0 || held
+	// copied into the out-queue's chunks like any reply, so a burst of
+	// rejects coalesces instead of taking one out-queue slot each
+	l.pools.scratch = l.rejecter.AppendReject(l.pools.scratch[:0], frame, reason, retryAfter)
+	if err := l.writeCopy(c, l.pools.scratch); err != nil {
+		l.requestClose(c, err)
+		return
+	}
+	if s := l.stage; s != nil && rejOnly {
+		s.rejectQueued(c, held)
+	}
+}
+
+// refused counts a refusal carried out on this loop by reason.
+func (l *loop) refused(r admission.Reason) { l.st[cRefusedBase+int(r)]++ }
+
+// rejectConn answers a connection accepted while the gate is
+// GateRejecting: one write of the codec's reject (reason "global", the
+// policy's retry hint) and a close. The write is best effort: a peer that
+// already sent data may see a reset instead (closing a socket with unread
+// input sends RST), which is still faster than a dropped handshake.
+func (l *loop) rejectConn(fd int) {
+	l.st[cBacklogRejects]++
+	l.refused(admission.ReasonGlobal)
+	if l.rejecter != nil {
+		b := l.rejecter.AppendReject(l.buf[:0], nil, admission.ReasonGlobal.String(), backlogRetryAfter)
+		sysWrite(fd, b)
+	}
+	sysClose(fd)
+}
+
+// backlogRetryAfter is the retry-after hint of a connection refused while
+// the gate is rejecting.
+const backlogRetryAfter = 100 * time.Millisecond
+
+// Reject answers frame with the codec's reject (a protocol.Rejecter) for
+// reason, with a retry-after hint, and counts it by reason in
+// Stats.Admission.Rejects: for refusals the handler decides itself (a
+// concurrency limit, a dependency's circuit breaker). The connection stays
+// open. Off the loop the reject goes through the loop's inbox. Without a
+// Rejecter for the codec it returns ErrRejected and sends nothing; the
+// caller decides whether to close. Other errors are those of Write.
+func (c *Conn) Reject(frame []byte, reason string, retryAfter time.Duration) error {
+	l := c.loop
+	rj := l.rejecter
+	if rj == nil {
+		return ErrRejected
+	}
+	r := reasonOf(reason)
+	if l.onLoop() {
+		l.refused(r)
+		if s := l.stage; s != nil {
+			s.countDecision(r)
 		}
+		l.st[cRejects]++
+		l.pools.scratch = rj.AppendReject(l.pools.scratch[:0], frame, reason, retryAfter)
+		return l.writeCopy(c, l.pools.scratch)
 	}
-	if sp <= 0 {
-		return "", 0, false
+	l.e.offRejects.Inc(r)
+	if a := l.e.adm; a != nil {
+		a.Count(r)
 	}
-	ms, err := strconv.ParseInt(string(rest[sp+1:]), 10, 64)
-	if err != nil || ms < 0 {
-		return "", 0, false
+	if err := c.precheck(); err != nil {
+		return err
 	}
-	return string(rest[:sp]), time.Duration(ms) * time.Millisecond, true
-}
-
-// retryAfterMillis rounds d up to whole milliseconds (a client told to come
-// back should never come back early); 0 for no hint.
-func retryAfterMillis(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
+	bb := bytebufferpool.Get()
+	bb.B = rj.AppendReject(bb.B[:0], frame, reason, retryAfter)
+	err := l.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen, seg: ioflush.Segment{Buf: bb.B, Pooled: bb}})
+	if err != nil {
+		bytebufferpool.Put(bb)
 	}
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
-}
-
-// RejecterFor returns how the engine answers a refused frame for codec: the
-// codec itself when it implements Rejecter, else a built-in answer for the
-// codecs of package protocol and its subpackages:
-//
-//   - protocol.LengthPrefixed and protocol.Delimited: a reject frame
-//     (AppendRejectText), framed by the codec;
-//   - envelope.Codec: an envelope reject with the request's id, status
-//     TooManyRequests for reason "tenant" and Unavailable otherwise, the
-//     retry-after field, and the reason as its text;
-//   - resp.Codec: "-ERR sluice: too many requests (tenant), retry in N ms"
-//     for a tenant over quota, "-BUSY sluice: server overloaded (REASON),
-//     retry in N ms" otherwise;
-//   - http1.Codec: 429 Too Many Requests for reason "tenant", 503 Service
-//     Unavailable otherwise, with Retry-After in whole seconds (rounded
-//     up), keeping the connection open.
-//
-// It returns nil for protocol.Raw and unknown codecs: those connections are
-// closed with ErrRejected instead, because a raw byte stream has no place
-// for a reply that is not data.
-func RejecterFor(codec protocol.Codec) Rejecter {
-	switch c := codec.(type) {
-	case Rejecter:
-		return c
-	case protocol.LengthPrefixed:
-		return framedRejecter{c}
-	case protocol.Delimited:
-		return framedRejecter{c}
-	case envelope.Codec:
-		return envelopeRejecter{}
-	case resp.Codec:
-		return respRejecter{}
-	case http1.Codec:
-		return httpRejecter{}
-	}
-	return nil
-}
-
-// tooMany reports whether reason is the client's own fault (its quota),
-// which protocols with a status answer as "too many requests" (429) rather
-// than "unavailable" (503).
-func tooMany(reason string) bool {
-	return reason == admission.ReasonTenant.String()
-}
-
-// framedRejecter frames AppendRejectText with its codec.
-type framedRejecter struct{ codec protocol.Codec }
-
-func (r framedRejecter) AppendReject(dst, _ []byte, reason string, retryAfter time.Duration) []byte {
-	var buf [64]byte
-	text := AppendRejectText(buf[:0], reason, retryAfter)
-	// concrete calls, so that text stays on the stack (through the
-	// interface it escaped: one allocation per reject)
-	switch c := r.codec.(type) {
-	case protocol.LengthPrefixed:
-		return c.AppendEncode(dst, text)
-	case protocol.Delimited:
-		return c.AppendEncode(dst, text)
-	}
-	return r.codec.AppendEncode(dst, append([]byte(nil), text...)) // not built by RejecterFor
-}
-
-type envelopeRejecter struct{}
-
-func (envelopeRejecter) AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte {
-	id, _ := envelope.PeekRequestID(frame)
-	status := envelope.StatusUnavailable
-	if tooMany(reason) {
-		status = envelope.StatusTooManyRequests
-	}
-	return envelope.AppendReject(dst, id, status, retryAfter, reason)
-}
-
-type respRejecter struct{}
-
-func (respRejecter) AppendReject(dst, _ []byte, reason string, retryAfter time.Duration) []byte {
-	if tooMany(reason) {
-		dst = append(dst, "-ERR sluice: too many requests ("...)
-	} else {
-		dst = append(dst, "-BUSY sluice: server overloaded ("...)
-	}
-	for i := 0; i < len(reason); i++ { // an error line holds no CR or LF
-		if b := reason[i]; b != '\r' && b != '\n' {
-			dst = append(dst, b)
-		}
-	}
-	dst = append(dst, ')')
-	if ms := retryAfterMillis(retryAfter); ms > 0 {
-		dst = append(dst, ", retry in "...)
-		dst = strconv.AppendInt(dst, ms, 10)
-		dst = append(dst, " ms"...)
-	}
-	return append(dst, "\r\n"...)
-}
-
-type httpRejecter struct{}
-
-func (httpRejecter) AppendReject(dst, _ []byte, reason string, retryAfter time.Duration) []byte {
-	status := 503
-	if tooMany(reason) {
-		status = 429
-	}
-	return http1.AppendRetryAfter(dst, status, retryAfter, true, nil)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicenet/sluice/admission"
 	"golang.org/x/sys/unix"
 )
 
@@ -176,16 +177,22 @@ const (
 	cStaleEvents
 	cStaleTasks
 	cTimerFires
-	// gauges, set at publish
+	cFramesHeld     // dispatches stopped by MaxFramesPerTurn
+	cBacklogRejects // connections accepted only to be refused (GateRejecting)
+	// gauges, set at publish (the accept queue's when sampled)
 	gConns
 	gReadyLen
 	gOutBytes
 	gInBytes
 	gPaused
+	gInflight    // frames this loop handed to the worker pool, not yet done
+	gAcceptDepth // the listener's accept queue (TCP_INFO), at the last sample
+	gAcceptLimit
 	cAcceptErrnoBase                                           // AcceptErrors by AcceptErrno
 	cPauseErrnoBase  = cAcceptErrnoBase + int(NumAcceptErrnos) // AcceptPauses by PauseErrno
-	cClosedBase      = cPauseErrnoBase + int(NumPauseErrnos)
-	numCounters      = cClosedBase + int(NumCloseCauses)
+	cClosedBase      = cPauseErrnoBase + int(NumPauseErrnos)   // Closed by CloseCause
+	cRefusedBase     = cClosedBase + int(NumCloseCauses)       // refusals carried out, by admission.Reason
+	numCounters      = cRefusedBase + int(admission.NumReasons)
 )
 
 type counters [numCounters]uint64
@@ -195,11 +202,14 @@ type published [numCounters]atomic.Uint64
 // publish copies the loop's counters and gauges to its atomics.
 func (l *loop) publish() {
 	l.st[gConns] = uint64(l.nconns)
-	l.st[gReadyLen] = uint64(l.nReady)
-	l.st[gOutBytes] = uint64(l.outBytes)
-	l.st[gInBytes] = uint64(l.inBytes)
-	l.st[gPaused] = uint64(l.nPaused)
-	l.publishPolicy()
+	l.st[gReadyLen] = uint64(l.readyq.n)
+	l.st[gOutBytes] = uint64(l.bp.outBytes)
+	l.st[gInBytes] = uint64(l.bp.inBytes)
+	l.st[gPaused] = uint64(l.bp.nPaused)
+	l.st[gInflight] = uint64(l.poolInflight)
+	if s := l.stage; s != nil {
+		s.publish()
+	}
 	for i := range l.st {
 		if l.pub[i].Load() != l.st[i] {
 			l.pub[i].Store(l.st[i])
@@ -307,6 +317,7 @@ func (e *Engine) Stats() Stats {
 	s.PausedConns = int64(sum[gPaused])
 	s.QueuedOutBytes = int64(sum[gOutBytes])
 	s.QueuedInBytes = int64(sum[gInBytes])
-	s.Admission, s.FrameBudgetSpent = e.admissionStats(s.QueuedOutBytes + s.QueuedInBytes)
+	s.FrameBudgetSpent = sum[cFramesHeld]
+	s.Admission = e.admissionStats(&sum, s.QueuedOutBytes+s.QueuedInBytes)
 	return s
 }

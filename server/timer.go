@@ -2,7 +2,7 @@ package server
 
 // timer is one deadline in a loop's timer heap. Every connection embeds
 // exactly one; the loop re-arms it only when it fires (deadlines are checked
-// lazily against per-turn progress stamps, see conn deadlines in loop.go), so
+// lazily against per-turn progress stamps, see deadline.go), so
 // the data path does no timer work.
 type timer struct {
 	at  int64 // deadline, monotonic nanoseconds of the loop clock

@@ -124,8 +124,11 @@ func TestLimiterSharedAcrossInstances(t *testing.T) {
 // same interface as the in-memory default.
 func TestLimiterBehindAdmitter(t *testing.T) {
 	l := newLimiter(t, admission.Quota{Count: 1, Per: time.Hour, Burst: 2})
-	a, err := admission.NewAdmitter(admission.Config{Tenants: l, Budgets: admission.GlobalBudgets{MemoryLimitBytes: -1}})
+	a, err := admission.NewAdmitter(admission.Config{Tenants: l, MemoryLimitBytes: -1})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Bind(admission.Binding{Loops: 1}); err != nil {
 		t.Fatal(err)
 	}
 	f := &admission.Frame{Tenant: []byte("t")}

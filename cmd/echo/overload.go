@@ -52,7 +52,7 @@ type overloadFlags struct {
 func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&o.maxQueuedBytes, "max-queued-bytes", 0, "global budget on queued bytes (input + output, all connections): reading stops for connections that do not read, frames are refused with reason global, and the gate closes at its watermark (0: none)")
 	fs.Int64Var(&o.maxInflight, "max-inflight", 0, "global budget on requests in the worker pool; frames past it are refused with reason global (0: none)")
-	fs.Int64Var(&o.budgetConns, "budget-conns", 0, "connection budget of the admission gate, with hysteresis (-gate-high/-gate-low/-gate-dwell) on the maximum normalised pressure; unless -max-conns is set it is also the engine's exact cap at accept time (0: none)")
+	fs.Int64Var(&o.budgetConns, "budget-conns", 0, "connection budget with the admission gate on top: unless -max-conns is set it becomes the engine's exact cap at accept time (-max-conns), and the admission gate, which derives its connection budget from that cap, closes with hysteresis (-gate-high/-gate-low/-gate-dwell) on the maximum normalised pressure (0: none)")
 	fs.Int64Var(&o.memoryLimit, "memory-limit", 0, "memory budget in bytes for the gate and for refusals with reason memory (0: GOMEMLIMIT when set, <0: none)")
 	fs.Float64Var(&o.gateHigh, "gate-high", 0.95, "listen gate: close when the maximum normalised pressure of the global budgets reaches this")
 	fs.Float64Var(&o.gateLow, "gate-low", 0.80, "listen gate: reopen when the pressure has stayed at or below this for -gate-dwell")
@@ -127,14 +127,12 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 	var adm *admission.Admitter
 	var tenants *admission.TenantLimiter
 	if o.policyOn() {
-		loops := cfg.Loops
-		if loops == 0 {
-			loops = runtime.GOMAXPROCS(0)
-		}
+		// the engine owns the connection and queued-byte caps (cfg.MaxConns,
+		// cfg.MaxQueuedBytes above) and hands them to the Admitter with its
+		// loop count (server.New binds it)
 		acfg := admission.Config{
-			Loops: loops,
-			Budgets: admission.GlobalBudgets{MaxConns: o.budgetConns, MaxInflightReqs: o.maxInflight,
-				MaxQueuedBytes: o.maxQueuedBytes, MemoryLimitBytes: o.memoryLimit},
+			MaxInflightReqs:  o.maxInflight,
+			MemoryLimitBytes: o.memoryLimit,
 			Gate: admission.GateConfig{Watermark: admission.Watermark{High: o.gateHigh, Low: o.gateLow, MinDwell: o.gateDwell},
 				RejectBacklogAbove: o.backlogReject},
 		}
@@ -156,11 +154,12 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 		if adm, err = admission.NewAdmitter(acfg); err != nil {
 			return nil, nil, err
 		}
-		cfg.Policy = server.AdmissionPolicy{Admitter: adm, CostBytes: o.tenantBytes && !o.tenantReads, ChargeReadBytes: o.tenantBytes && o.tenantReads,
-			ShedOnQueueDelay: o.shed && o.workMode == workInline, RejectFlushDelay: o.rejectDelay}
-		if cfg.Policy.ShedOnQueueDelay {
-			cfg.Policy.MaxQueueDelay = o.maxQueueDelay
+		pol := server.AdmissionPolicy{Admitter: adm, CostBytes: o.tenantBytes && !o.tenantReads, ChargeReadBytes: o.tenantBytes && o.tenantReads,
+			RejectFlushDelay: o.rejectDelay}
+		if acfg.CoDel != nil { // the loop sheds on queueing delay
+			pol.MaxQueueDelay = o.maxQueueDelay
 		}
+		cfg.Admission = pol
 	}
 	w := &workHandler{Handler: handler, work: o.work, conc: conc}
 	if o.workMode == workPool {

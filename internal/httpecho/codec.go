@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/protocol/http1"
-	"github.com/sluicenet/sluice/server"
 )
 
 var (
-	_ server.Rejecter = Codec{}
+	_ protocol.Rejecter = Codec{}
 	_ interface {
 		Decode([]byte) ([]byte, int, error)
 		AppendEncode(dst, frame []byte) []byte
@@ -39,8 +38,9 @@ var (
 // closes the connection. An admitter in front of Handler should therefore
 // admit frames that do not parse.
 //
-// AppendReject answers admission refusals in HTTP (server.Rejecter): 429 for
-// a tenant over its quota, 503 otherwise, with Retry-After.
+// AppendReject answers admission refusals in HTTP (protocol.Rejecter,
+// through http1's): 429 for a tenant over its quota, 503 otherwise, with
+// Retry-After and Date.
 //
 // The zero value uses http1's default limits (DefaultMaxBodyBytes for
 // bodies) and time.Now. A Codec has no per-connection
@@ -208,62 +208,13 @@ func plainDecimal(v []byte) (int64, bool) {
 	return n, true
 }
 
-// Refusal reasons of the engine's idempotency check, which are not
-// admission.Reason values (see rejectStatus).
-const (
-	reasonInProgress = "in_progress"
-	reasonMismatch   = "mismatch"
-)
-
-// rejectStatus maps a refusal reason to its HTTP status: 429 for a tenant
-// over its quota, 409 Conflict for an idempotency key whose request is
-// still running, 422 Unprocessable Content for a key reused with another
-// payload (the statuses of the IETF Idempotency-Key draft, as
-// admission.ClaimState.HTTPStatus), 503 for everything else.
-func rejectStatus(reason string) int {
-	switch reason {
-	case reasonInProgress:
-		return 409
-	case reasonMismatch:
-		return 422
-	}
-	if r, err := admission.ParseReason(reason); err == nil && r.HTTPStatus() == 429 {
-		return 429
-	}
-	return 503
-}
-
-// AppendReject appends the response to a request admission refused, with
-// the status of rejectStatus: 429 Too Many Requests when the client is over
-// its quota (reason "tenant"), 503 Service Unavailable for overload, 409 or
-// 422 for the idempotency refusals; Retry-After (except on 422) rounded up
-// to whole seconds, and Date from Clock. The connection stays open when the request
-// asked for keep-alive; a HEAD request gets the head only. A frame that does
-// not parse (a framing error passed through) is answered with
-// "Connection: close", though the engine keeps reading: admitters should
-// admit such frames so that the handler answers 400 and closes. It does not
-// allocate when dst has room.
+// AppendReject appends the response to a request admission refused
+// (protocol.Rejecter): http1.Codec.AppendRejectDated with the codec's
+// limits and a Date from Clock, read once per read batch like the
+// handler's. It does not allocate when dst has room.
 func (c Codec) AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte {
-	status := rejectStatus(reason)
 	s := getScratch()
 	defer putScratch(s)
 	now := s.clock(frame, c.Clock)
-	n, err := c.limited().DecodeRequest(frame, &s.req)
-	keepAlive := err == nil && n == len(frame) && s.req.KeepAlive
-	head := err == nil && n == len(frame) && s.req.MethodIs("HEAD")
-	http10 := err == nil && n == len(frame) && s.req.ProtoMinor == 0
-	s.req.Reset()
-	start := len(dst)
-	if status == 422 { // nothing to wait for: the same request will never succeed
-		dst = http1.AppendError(dst, status, keepAlive, s.dates.Value(now))
-	} else {
-		dst = http1.AppendRetryAfter(dst, status, retryAfter, keepAlive, s.dates.Value(now))
-	}
-	if keepAlive && http10 {
-		dst = insertAfterStatusLine(dst, start, "Connection: keep-alive\r\n")
-	}
-	if head {
-		dst = dst[:len(dst)-len(http1.StatusText(status))-1] // the text body AppendRetryAfter wrote
-	}
-	return dst
+	return c.limited().AppendRejectDated(dst, frame, reason, retryAfter, s.dates.Value(now))
 }

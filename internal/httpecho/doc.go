@@ -15,7 +15,7 @@
 //     handler's strict parse is the authority, so requests are parsed once,
 //     not twice), framing errors passed through to the handler so the
 //     client gets a status instead of a silent close, and AppendReject
-//     (server.Rejecter): admission refusals become 429 Too Many Requests
+//     (protocol.Rejecter): admission refusals become 429 Too Many Requests
 //     (tenant over quota) or 503 Service Unavailable, with Retry-After.
 //
 // It refuses to own HTTP syntax and response encoding (protocol/http1), the

@@ -23,7 +23,7 @@ const testTimeout = 20 * time.Second
 // startEngine runs an engine with one loop, the handler for codec and the
 // optional admitter, on a free loopback port, and shuts it down when the
 // test ends.
-func startEngine(t testing.TB, codec Codec, admit server.FrameAdmitter) *server.Engine {
+func startEngine(t testing.TB, codec Codec, admit server.Admission) *server.Engine {
 	t.Helper()
 	e, err := server.New(server.Config{Loops: 1, Codec: codec, Admission: admit}, NewHandler(codec))
 	if errors.Is(err, server.ErrUnsupported) {
@@ -209,7 +209,7 @@ type rejectEveryOther struct {
 	reason string
 }
 
-func (a *rejectEveryOther) AdmitFrame(_ *server.Conn, _ []byte, _ int64) server.Verdict {
+func (a *rejectEveryOther) AdmitFrame(_ *server.Conn, _ []byte, _ time.Time) server.Verdict {
 	if a.n.Add(1)%2 == 0 {
 		return server.Verdict{Reject: true, Reason: a.reason, RetryAfter: 1500 * time.Millisecond}
 	}
@@ -223,7 +223,7 @@ func TestEngineReject(t *testing.T) {
 		reason, status string
 	}{{"tenant", "429 Too Many Requests"}, {"codel", "503 Service Unavailable"}} {
 		codec := Codec{Clock: fixedClock}
-		e := startEngine(t, codec, &rejectEveryOther{reason: tc.reason})
+		e := startEngine(t, codec, server.AdmitFunc((&rejectEveryOther{reason: tc.reason}).AdmitFrame))
 		c := dial(t, e)
 		if _, err := c.Write([]byte(strings.Repeat(wrkRequest, 4))); err != nil {
 			t.Fatal(err)

@@ -143,25 +143,5 @@ const (
 func methodNotAllowed(dst []byte, req *http1.Request, allowField string, date []byte) []byte {
 	start := len(dst)
 	dst = req.AppendResponse(dst, 405, errorContentType, methodNotAllowedBody, date)
-	return insertAfterStatusLine(dst, start, allowField)
-}
-
-// insertAfterStatusLine inserts field, a whole field line with its CRLF,
-// after the status line of the response that starts at dst[start:].
-func insertAfterStatusLine(dst []byte, start int, field string) []byte {
-	at := -1
-	for i := start; i+1 < len(dst); i++ {
-		if dst[i] == '\r' && dst[i+1] == '\n' {
-			at = i + 2
-			break
-		}
-	}
-	if at < 0 {
-		return dst
-	}
-	n := len(dst)
-	dst = append(dst, field...)
-	copy(dst[at+len(field):], dst[at:n])
-	copy(dst[at:], field)
-	return dst
+	return http1.InsertField(dst, start, allowField)
 }

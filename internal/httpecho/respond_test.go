@@ -117,7 +117,7 @@ func TestInsertAfterStatusLine(t *testing.T) {
 		{"xx\r\n", "xx\r\nF: v\r\n"},
 	}
 	for i, tc := range cases {
-		got := insertAfterStatusLine([]byte(tc.in), 2, "F: v\r\n")
+		got := http1.InsertField([]byte(tc.in), 2, "F: v\r\n")
 		if string(got) != tc.want {
 			t.Errorf("%d: %q, want %q", i, got, tc.want)
 		}

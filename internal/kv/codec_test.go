@@ -80,7 +80,7 @@ func TestEnvelopeCodecAppendReject(t *testing.T) {
 		{[]byte("junk"), "global", time.Second, 0, envelope.StatusUnavailable},
 	}
 	for i, tt := range tests {
-		out := EnvelopeCodec{}.AppendReject(nil, tt.frame, tt.reason, tt.after)
+		out := envelope.Codec{}.AppendReject(nil, tt.frame, tt.reason, tt.after)
 		var m envelope.Message
 		if err := envelope.Parse(out, &m); err != nil {
 			t.Fatalf("%d: reject does not parse: %v", i, err)

@@ -2,7 +2,7 @@
 // a sharded in-memory store, the RESP2 command set redis-cli and
 // redis-benchmark need, the envelope methods with deadlines, idempotency
 // keys and a simulated dependency behind resilience tools, and the
-// server.Handler, codec and admitter implementations that put them on the
+// server.Handler, codec and admission policy that put them on the
 // sluice engine.
 //
 // It owns:
@@ -17,11 +17,11 @@
 //     idempotency store) in a bounded worker pool that answers through
 //     Conn.Write; deadlines checked before work starts; idempotent replay,
 //     conflicts and mismatches through an admission.Store.
-//   - RESPCodec and EnvelopeCodec: the protocol codecs plus
-//     server.Rejecter, so admission refusals reach the client as
-//     "-ERR/-BUSY ... retry in N ms" or an envelope reject with status and
-//     retry-after.
-//   - TenantAdmitter: a server.FrameAdmitter over an
+//   - RESPCodec: resp.Codec with framing errors passed through to the
+//     handler (which answers them as redis does); admission refusals reach
+//     the client through the protocol packages' rejecters as "-ERR/-BUSY
+//     ... retry in N ms" or an envelope reject with status and retry-after.
+//   - TenantPolicy: the engine's admission policy over an
 //     admission.TenantLimiter.
 //   - Start/Server: the wiring cmd/kv runs, reused by the tests.
 //

@@ -101,12 +101,11 @@ type Server struct {
 	Envelope *EnvelopeHandler // set for ProtoEnvelope
 	Breaker  *resilience.Breaker
 
-	admitter *TenantAdmitter
-	rdb      *redis.Client
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	once     sync.Once
-	err      error
+	rdb  *redis.Client
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
 }
 
 // Start builds the server described by opts and starts accepting. The
@@ -129,7 +128,7 @@ func Start(opts Options) (*Server, error) {
 		h = s.RESP
 	case ProtoEnvelope:
 		setDefault(&cfg.Addr, DefaultEnvelopeAddr)
-		cfg.Codec = EnvelopeCodec{envelope.Codec{MaxFrameBytes: envelopeMaxFrame}}
+		cfg.Codec = envelope.Codec{MaxFrameBytes: envelopeMaxFrame}
 		if s.Envelope, err = s.newEnvelope(opts, store); err != nil {
 			s.closeDeps()
 			return nil, err
@@ -144,8 +143,12 @@ func Start(opts Options) (*Server, error) {
 			s.closeDeps()
 			return nil, err
 		}
-		s.admitter = NewTenantAdmitter(lim, opts.Proto == ProtoEnvelope)
-		cfg.Admission = s.admitter
+		pol, err := TenantPolicy(lim, opts.Proto == ProtoEnvelope)
+		if err != nil {
+			s.closeDeps()
+			return nil, err
+		}
+		cfg.Admission = pol
 	}
 	e, err := server.New(cfg, h)
 	if err != nil {
@@ -222,7 +225,8 @@ func (s *Server) newEnvelope(opts Options, store *Store) (*EnvelopeHandler, erro
 	return NewEnvelopeHandler(ec)
 }
 
-// sweep removes expired keys and idle tenants once a second.
+// sweep removes expired keys once a second (the Admitter sweeps idle
+// tenants).
 func (s *Server) sweep() {
 	defer s.wg.Done()
 	t := time.NewTicker(sweepInterval)
@@ -233,9 +237,6 @@ func (s *Server) sweep() {
 			return
 		case now := <-t.C:
 			s.Store.Sweep(now.UnixNano(), sweepPerShard)
-			if s.admitter != nil {
-				s.admitter.Sweep(now, 0)
-			}
 		}
 	}
 }

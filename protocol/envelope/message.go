@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicenet/sluice/protocol"
 )
 
 // Wire constants. Every variable field has a bound, in bytes, that Parse and
@@ -244,11 +246,7 @@ func (m *Message) SetRetryAfter(d time.Duration) {
 }
 
 func retryAfterMillis(d time.Duration) uint32 {
-	if d <= 0 {
-		return 0
-	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	return uint32(min(ms, MaxRetryAfterMillis))
+	return uint32(min(protocol.RetryAfterMillis(d), MaxRetryAfterMillis))
 }
 
 // RetryAfter returns the server's retry hint, and false without one.

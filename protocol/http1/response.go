@@ -3,6 +3,8 @@ package http1
 import (
 	"strconv"
 	"time"
+
+	"github.com/sluicenet/sluice/protocol"
 )
 
 // StatusText returns the reason phrase for the statuses a sluice server
@@ -117,11 +119,7 @@ func AppendDecodeError(dst []byte, err error, date []byte) []byte {
 // up to whole seconds (negative counts as 0) and a text/plain reason. The
 // request was framed, so the connection may stay open (keepAlive).
 func AppendRetryAfter(dst []byte, status int, retryAfter time.Duration, keepAlive bool, date []byte) []byte {
-	secs := int64(0)
-	if retryAfter > 0 {
-		secs = int64((retryAfter + time.Second - 1) / time.Second)
-	}
-	return appendText(dst, status, keepAlive, secs, date)
+	return appendText(dst, status, keepAlive, (protocol.RetryAfterMillis(retryAfter)+999)/1000, date)
 }
 
 func appendText(dst []byte, status int, keepAlive bool, retryAfterSecs int64, date []byte) []byte {

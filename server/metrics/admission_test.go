@@ -202,8 +202,11 @@ func TestAdmissionSourceFromAdmitter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm, err := admission.NewAdmitter(admission.Config{Loops: 1, Tenants: tl})
+	adm, err := admission.NewAdmitter(admission.Config{Tenants: tl})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.Bind(admission.Binding{Loops: 1}); err != nil {
 		t.Fatal(err)
 	}
 	conc, err := admission.NewConcurrency(admission.ConcurrencyConfig{

@@ -204,11 +204,11 @@ func compare(got, want map[string]float64) string {
 // own stats, without an AdmissionSource.
 func TestRealEnginePolicy(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	adm, err := admission.NewAdmitter(admission.Config{Loops: 1})
+	adm, err := admission.NewAdmitter(admission.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, reg, stop := startWithMetrics(t, server.Config{Addr: "127.0.0.1:0", Loops: 1, Policy: server.AdmissionPolicy{Admitter: adm}})
+	e, reg, stop := startWithMetrics(t, server.Config{Addr: "127.0.0.1:0", Loops: 1, Admission: server.AdmissionPolicy{Admitter: adm}})
 	defer stop()
 	const writes = 20
 	if err := exchange(e.Addr().String(), 'p', writes, 100); err != nil {

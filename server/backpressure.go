@@ -1,0 +1,98 @@
+package server
+
+// Backpressure: what stops reading a connection and what resumes it. A
+// connection whose out-queue passes its high watermark (OutQueueHighBytes,
+// or half of OutQueueMsgs) is paused: the loop stops reading and decoding
+// it, its TCP window closes, and a peer that does not read cannot grow our
+// memory or slow its neighbours. It resumes at the low watermark. Over the
+// whole engine, MaxQueuedBytes keeps the loops from reading connections
+// that have output queued while the engine's queued bytes are at the
+// budget.
+
+// backpressure is a loop's part of the byte budgets and its paused reads.
+type backpressure struct {
+	msgsHigh, msgsLow int // out-queue message watermarks (OutQueueMsgs/2, /4)
+	outBytes          int // bytes queued for output, all connections of the loop
+	inBytes           int // bytes held in connection input buffers
+	nPaused           int // connections whose reading is paused
+	othersQueued      int // the other loops' queued bytes at this turn's start (MaxQueuedBytes)
+}
+
+// sumOthers reads the other loops' queued bytes as they published them
+// (once per turn, for MaxQueuedBytes).
+func (b *backpressure) sumOthers(l *loop) {
+	b.othersQueued = 0
+	for _, o := range l.e.loops {
+		if o != l {
+			b.othersQueued += int(o.pub[gOutBytes].Load() + o.pub[gInBytes].Load())
+		}
+	}
+}
+
+// pauseRead stops reading c until flushConn resumes it (mayResume).
+func (l *loop) pauseRead(c *Conn) {
+	if c.flags&fPaused != 0 {
+		return
+	}
+	c.flags |= fPaused
+	l.bp.nPaused++
+	c.full.Store(true)
+	l.st[cPauses]++
+}
+
+// mayResume reports whether a paused connection may read again: its
+// out-queue is at or below both low watermarks, the engine is not at
+// MaxQueuedBytes unless c has nothing queued, and the admission stage
+// agrees (its per-connection budgets, its gate).
+func (l *loop) mayResume(c *Conn) bool {
+	if c.outBytes > l.cfg.OutQueueLowBytes || c.outMsgs > l.bp.msgsLow {
+		return false
+	}
+	if c.outBytes > 0 && l.overQueued() {
+		return false // global pressure: only a connection that read everything reads more
+	}
+	if s := l.stage; s != nil {
+		return s.mayResume(c)
+	}
+	return true
+}
+
+// resumeRead lifts c's pause; c goes on the ready list, because bytes may
+// wait in its socket with no new edge to come.
+func (l *loop) resumeRead(c *Conn) {
+	c.flags &^= fPaused
+	l.bp.nPaused--
+	c.full.Store(false)
+	l.ready(c, fNeedRead)
+}
+
+// overQueuedReadBytes is what a connection with nothing queued may read
+// per turn while the engine is at MaxQueuedBytes: enough to keep a
+// well-behaved client moving, little enough that many of them cannot take
+// the engine far past its budget in one turn.
+const overQueuedReadBytes = 4 << 10
+
+// readWhileOver decides a read while the engine is at MaxQueuedBytes: a
+// connection with output queued stops being read until that output is gone
+// (false); one with nothing queued reads at most overQueuedReadBytes this
+// turn (budget is lowered; false once spent, with c on the ready list).
+func (l *loop) readWhileOver(c *Conn, budget *int) bool {
+	if c.outBytes > 0 {
+		l.pauseRead(c) // flushConn resumes it once its output is gone
+		return false
+	}
+	if c.readBytes >= overQueuedReadBytes {
+		l.ready(c, fNeedRead)
+		return false
+	}
+	*budget = min(*budget, overQueuedReadBytes-c.readBytes)
+	return true
+}
+
+// overQueued reports whether the engine's queued bytes are at
+// Config.MaxQueuedBytes: this loop's exactly, the others' as of their last
+// publish (summed once per turn in startPhase).
+func (l *loop) overQueued() bool {
+	m := l.cfg.MaxQueuedBytes
+	return m > 0 && l.bp.outBytes+l.bp.inBytes+l.bp.othersQueued >= m
+}

@@ -1,0 +1,87 @@
+package server
+
+// requestClose starts a graceful close: c reads nothing more, its queued
+// output is flushed (bounded by the write-stall timeout), then closeNow.
+func (l *loop) requestClose(c *Conn, cause error) {
+	if c.closing != nil || c.flags&fClosed != 0 {
+		return
+	}
+	c.closing = cause
+	c.state.Store(stateClosing)
+	c.flags &^= fRejOnly
+	l.markDirty(c)
+}
+
+// finishClose completes a graceful close once nothing is queued.
+func (l *loop) finishClose(c *Conn) {
+	if c.closing != nil && c.flags&fClosed == 0 && c.outBytes == 0 {
+		l.closeNow(c, c.closing)
+	}
+}
+
+// closeNow closes c at once: fd closed (which also removes it from epoll),
+// queued output dropped, buffers recycled, counters and the gate updated,
+// then OnClose. Nothing touches the fd afterwards; c stays in whatever lists
+// it is on and is skipped there.
+func (l *loop) closeNow(c *Conn, cause error) {
+	if c.flags&fClosed != 0 {
+		return
+	}
+	if c.flags&fPaused != 0 {
+		l.bp.nPaused--
+	}
+	c.flags |= fClosed
+	if c.closing == nil {
+		c.closing = cause
+	}
+	c.state.Store(stateClosed)
+	c.full.Store(false)
+	l.timers.remove(&c.tm)
+	sysClose(int(c.fd))
+	l.conns[c.fd] = nil
+	l.nconns--
+	if c.out != nil {
+		l.bp.outBytes -= c.outBytes
+		c.outBytes, c.outMsgs = 0, 0
+		l.releaseOut(c)
+	}
+	l.releaseIn(c)
+	l.st[cClosedBase+int(CauseOf(cause))]++
+	l.e.connClosed()
+	l.h.OnClose(c, cause)
+}
+
+// hangupCause is the close cause for EPOLLHUP/EPOLLERR on a connection that
+// is not reading.
+func (l *loop) hangupCause(c *Conn) error {
+	if err := sockError(int(c.fd)); err != nil {
+		return err
+	}
+	return ErrPeerClosed
+}
+
+// drainPhase carries out a shutdown: the first time, release the listener
+// and ask every connection to close after its output drains; once the drain
+// deadline passes (or Shutdown's context ends), close what is left.
+func (l *loop) drainPhase() {
+	e := l.e
+	if !e.draining.Load() {
+		return
+	}
+	if !l.draining {
+		l.draining = true
+		l.releaseListener()
+		for _, c := range l.conns {
+			if c != nil && c.flags&fClosed == 0 {
+				l.requestClose(c, ErrShutdown)
+			}
+		}
+	}
+	if d := e.drainDeadline.Load(); e.force.Load() || d != 0 && l.now >= d {
+		for _, c := range l.conns {
+			if c != nil && c.flags&fClosed == 0 {
+				l.closeNow(c, ErrShutdown)
+			}
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package server
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// readConn reads c until the socket is drained, its read budget for this
+// turn is spent (then c goes on the ready list: under EPOLLET no new edge
+// would come for bytes already there), or reading stops (backpressure,
+// close, end of file, the admission stage). Each read's frames are
+// dispatched before the next read. edge reports that this turn's events
+// reported c (rather than the ready list), which the admission stage needs
+// to bound when the bytes arrived.
+//
+// A read that returns fewer bytes than asked means the socket was drained:
+// for stream sockets under EPOLLET, data that arrives after such a read
+// raises a new edge (epoll(7); TestEdgeShortRead pins it), so the loop does
+// not spend a second read(2) to collect EAGAIN. The exception is a peer that
+// has shut down writing (EPOLLRDHUP seen): its FIN may already be queued
+// behind the data, and no edge will come for it, so the loop reads on until
+// end of file or EAGAIN (TestEdgeShortReadFIN).
+func (l *loop) readConn(c *Conn, edge bool) {
+	s := l.stage
+	if s != nil && !s.beforeRead(c, edge) {
+		return
+	}
+	if !c.readable() {
+		return
+	}
+	if c.readTurn != l.turn {
+		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
+		c.flags &^= fHeld
+	}
+	if len(c.in) > 0 && c.flags&fPartial == 0 { // frames held back by backpressure or MaxFramesPerTurn
+		l.consume(c, c.in, true)
+		if !c.readable() || c.flags&fHeld != 0 {
+			return
+		}
+	}
+	for {
+		budget := l.cfg.ReadBudgetBytes - c.readBytes
+		if l.overQueued() && !l.readWhileOver(c, &budget) {
+			return
+		}
+		if s != nil {
+			budget = s.readBudget(budget)
+		}
+		if budget <= 0 {
+			l.st[cReadBudgetSpent]++
+			l.ready(c, fNeedRead)
+			return
+		}
+		n, want, en := l.readOnce(c, budget, edge)
+		switch {
+		case en == unix.EINTR:
+			continue
+		case en == unix.EAGAIN:
+			return
+		case en != 0:
+			l.closeNow(c, os.NewSyscallError("read", en))
+			return
+		case c.flags&fClosed != 0:
+			return
+		case n == 0:
+			l.peerEOF(c)
+			return
+		}
+		if !c.readable() || c.flags&fHeld != 0 || n < want && c.flags&fRdHup == 0 || s != nil && s.parked(c) {
+			return
+		}
+	}
+}
+
+// smallTailBytes: an unparsed tail up to this size is copied to the front of
+// the loop buffer and the next read appends to it there; a larger one (a big
+// frame in progress) is read into directly.
+func (l *loop) smallTailBytes() int { return min(16<<10, len(l.buf)/2) }
+
+// readOnce does one read(2) of at most budget bytes for c and dispatches it.
+// want is what the read asked for. The admission stage's read hooks run
+// around it: readStart before the syscall, readBytes before the bytes are
+// decoded, readEnd after their frames were dispatched.
+func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) {
+	s := l.stage
+	var t0 int64
+	if s != nil {
+		t0 = s.readStart(c, edge)
+	}
+	small := len(c.in) <= l.smallTailBytes()
+	k := 0
+	var dst []byte
+	if small {
+		k = copy(l.buf, c.in)
+		dst = l.buf[k:]
+	} else {
+		if !l.growIn(c, budget) {
+			l.closeNow(c, errInBufferFull)
+			return 0, 0, 0
+		}
+		dst = c.in[len(c.in):cap(c.in)]
+	}
+	if len(dst) > budget {
+		dst = dst[:budget]
+	}
+	n, en = sysRead(int(c.fd), dst)
+	drained := en == unix.EAGAIN
+	if n > 0 {
+		drained = n < len(dst)
+		l.account(c, n)
+		if s != nil {
+			s.readBytes(c, n)
+		}
+		if small {
+			l.releaseIn(c) // the tail lives in l.buf now
+			l.consume(c, l.buf[:k+n], false)
+		} else {
+			c.in = c.in[:len(c.in)+n]
+			l.bp.inBytes += n
+			l.consume(c, c.in, true)
+		}
+	}
+	if s != nil {
+		s.readEnd(c, t0, drained)
+	}
+	return n, len(dst), en
+}
+
+func (l *loop) account(c *Conn, n int) {
+	l.st[cReads]++
+	l.st[cBytesIn] += uint64(n)
+	c.readBytes += n
+	c.lastActive = l.now
+}
+
+// consume dispatches data (which is c.in itself when inPlace, else the loop
+// buffer) and keeps the unparsed rest in c.in.
+func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
+	wasPartial := c.flags&fPartial != 0
+	rest, frames, err := l.dispatch(c, data)
+	switch {
+	case err != nil:
+		l.closeNow(c, err)
+		return
+	case c.flags&fClosed != 0:
+		return
+	case c.closing != nil || len(rest) == 0:
+		// done, or closing: unparsed input of a closing connection is dropped
+		if inPlace {
+			l.releaseIn(c)
+		}
+		c.flags &^= fPartial
+		return
+	case len(rest) > l.cfg.MaxInBufferBytes:
+		l.closeNow(c, errInBufferFull)
+		return
+	}
+	if inPlace {
+		if len(rest) != len(c.in) {
+			l.bp.inBytes -= len(c.in) - len(rest)
+			c.in = c.in[:copy(c.in, rest)]
+		}
+	} else {
+		c.in = append(l.pools.ins.get(len(rest)), rest...)
+		l.bp.inBytes += len(rest)
+	}
+	if c.flags&(fPaused|fHeld) != 0 {
+		// stopped by backpressure or MaxFramesPerTurn at a frame boundary:
+		// decode rest again on resume or next turn (readConn does that
+		// before reading)
+		c.flags &^= fPartial
+		return
+	}
+	if frames > 0 || !wasPartial {
+		c.frameStart = l.now // a new frame began in this read
+	}
+	c.flags |= fPartial
+}
+
+// dispatch decodes frames from data and hands each to the admission
+// stage's frame hook, then the worker pool or the handler, until data runs
+// out, a frame is incomplete, reading is paused by backpressure, or c is
+// closing. It returns the unparsed rest and how many frames it consumed.
+func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err error) {
+	s := l.stage
+	for len(data) > 0 {
+		if c.closing != nil || c.flags&fClosed != 0 {
+			return nil, frames, nil
+		}
+		if c.flags&fPaused != 0 {
+			return data, frames, nil
+		}
+		frame, n, err := l.codec.Decode(data)
+		if err != nil {
+			return nil, frames, err
+		}
+		if n == 0 {
+			return data, frames, nil
+		}
+		if n > len(data) {
+			return nil, frames, errCodecOverrun
+		}
+		if c.turnFrames >= l.cfg.MaxFramesPerTurn {
+			// this turn's frame budget is spent: the rest waits in c.in
+			// and c is served again next turn from the ready list
+			c.flags |= fHeld
+			l.st[cFramesHeld]++
+			l.ready(c, fNeedRead)
+			return data, frames, nil
+		}
+		c.turnFrames++
+		data = data[n:]
+		frames++
+		l.st[cFrames]++
+		if s != nil && !s.admitFrame(c, frame) {
+			continue // refused and answered
+		}
+		if pl := l.e.pool; pl != nil {
+			pl.submit(l, c, frame, s.takeClaim(c))
+			continue
+		}
+		l.act(c, l.h.OnFrame(c, frame))
+	}
+	return nil, frames, nil
+}
+
+// act carries out a handler's Action.
+func (l *loop) act(c *Conn, a Action) {
+	switch a {
+	case Close:
+		l.requestClose(c, ErrLocalClose)
+	case Shutdown:
+		l.e.beginShutdown(l.now + int64(l.cfg.DrainTimeout))
+	}
+}
+
+// peerEOF handles end of file: replies already queued still go out, then
+// the connection closes with ErrPeerClosed. An incomplete frame is dropped.
+func (l *loop) peerEOF(c *Conn) {
+	c.flags |= fEOF
+	c.flags &^= fPartial
+	l.releaseIn(c)
+	if c.pending > 0 {
+		return // frames in the worker pool still owe replies: poolDone closes
+	}
+	l.requestClose(c, ErrPeerClosed)
+}
+
+// growIn makes room in c.in for a read of up to budget bytes, within
+// MaxInBufferBytes; false when c.in is already at the limit.
+func (l *loop) growIn(c *Conn, budget int) bool {
+	limit := l.cfg.MaxInBufferBytes
+	if len(c.in) >= limit {
+		return false
+	}
+	if cap(c.in)-len(c.in) >= min(budget, len(l.buf)) {
+		return true
+	}
+	want := min(limit, max(2*cap(c.in), len(c.in)+min(budget, len(l.buf))))
+	grown := append(l.pools.ins.get(want), c.in...)
+	l.pools.ins.put(c.in)
+	c.in = grown
+	return true
+}
+
+// releaseIn recycles c's input buffer.
+func (l *loop) releaseIn(c *Conn) {
+	if c.in == nil {
+		return
+	}
+	l.bp.inBytes -= len(c.in)
+	l.pools.ins.put(c.in)
+	c.in = nil
+}

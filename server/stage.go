@@ -1,0 +1,310 @@
+package server
+
+import (
+	"math"
+	"time"
+
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/protocol/envelope"
+)
+
+// The admission stage. A loop has one when Config.Admission is set (nil
+// otherwise, and the mechanism files then do nothing for admission beyond
+// checking for it). The loop calls it at these hooks, in turn order:
+//
+//	afterWait     turn start: queueing-delay bounds, loop lag, Admitter.Tick
+//	              (with the accept-queue samples), the listen gate, and the
+//	              deferred connections that are due (to the ready and dirty
+//	              lists)
+//	beforeRead    may this connection be read now? (parked, or every byte
+//	              waiting is too old to admit: then it waits on the slow list)
+//	readStart     before each read(2): the clock for the arrival bound
+//	readBytes     the bytes read, before decoding (charged to the tenant)
+//	readEnd       after the read's frames: whether the socket was drained;
+//	              park a connection over its tenant's byte quota
+//	admitFrame    every decoded frame: the decision; a refusal is answered
+//	holdRejects   a flush of an out-queue holding only refusals: hold it back
+//	afterFlush    the per-connection budgets (close above Max, pause at High)
+//	mayResume     a paused connection wants to read again
+//	beforeSleep   the loop found nothing to do: deferred reads instead?
+//	wakeAt        when the timerfd must wake the loop for the stage
+//	publish       end of turn: the loop's load to the Admitter
+//
+// and, at the edges, opened (a new connection), acceptError (EMFILE), and
+// rejectQueued (a refusal went into an out-queue).
+
+// Timing of the policy's work on a loop.
+const (
+	// policyTickNanos spaces a loop's calls to Admitter.Tick (which itself
+	// does real work at most once per its SampleInterval, 10 ms by
+	// default), so a busy loop does not take the tick lock every turn.
+	policyTickNanos = int64(time.Millisecond)
+	// maxTenantKeyBytes is room for any built-in tenant key: a tag byte and
+	// the longest envelope tenant (or an IPv6 address).
+	maxTenantKeyBytes = 1 + envelope.MaxTenantBytes
+)
+
+// stage is one loop's admission stage: what it asks (an AdmitFunc, or the
+// Admitter's loop handle with the policy's options), its per-frame scratch,
+// the queueing-delay bounds of the frames being dispatched, and the two
+// lists of deferred connections. The loop goroutine owns all of it.
+type stage struct {
+	l  *loop
+	fn AdmitFunc // the AdmitFunc; nil with a policy
+
+	adm       *admission.Admitter // the policy's; nil with an AdmitFunc
+	lp        *admission.Loop
+	key       admission.TenantKeyFunc
+	classify  func(*Conn, []byte, *admission.Frame)
+	costBytes bool
+	chargeRds bool  // ChargeReadBytes
+	readCap   int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
+	shedDelay bool  // the Admitter has a CoDel: measure queueing delay
+	maxDelay  int64 // MaxQueueDelay in ns; 0: none
+	rejDelay  int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
+	slowReads bool  // RejectFlushDelay and MaxQueueDelay: defer reads whose frames would all be refused
+	perConn   bool  // connections carry connStage state
+
+	frame  admission.Frame
+	keyBuf []byte
+	claim  *Conn // the connection whose frame holds frame.Claim during OnFrame
+
+	readySince int64 // earliest arrival of the bytes this turn's events report (loop clock)
+	evBound    int64 // readySince, or 0 when the previous wait filled its array
+	since      int64 // earliest arrival of the frames being dispatched (queueing delay)
+	readOver   bool  // the bytes being dispatched took their tenant past its quota
+	readRetry  time.Duration
+
+	lazy     *Conn // reject-only out-queues waiting for RejectFlushDelay (holdRejects)
+	slow     *Conn // connections not read until slowAt (beforeRead, readEnd)
+	lazyDue  int64 // earliest due time on each list (0: empty); the timerfd wakes the loop for them
+	slowDue  int64
+	slowNow  bool // the loop had nothing else to do: release every slow connection
+	nextTick int64
+	gate     admission.GateState // the gate state last logged
+}
+
+// connStage is the admission state of one connection, allocated only when
+// the stage needs it (queueing delay, batched refusals, read charging).
+type connStage struct {
+	flags     stageFlag
+	drainedAt int64 // start of the last read that left the socket empty, with nothing held back; 0: none yet
+	rejAt     int64 // when the first reject of a reject-only out-queue was queued
+	slowAt    int64 // when a connection on the slow list is read
+	nextLazy  *Conn
+	nextSlow  *Conn
+}
+
+// stageFlag is a connection's admission state.
+type stageFlag uint8
+
+const (
+	sFresh stageFlag = 1 << iota // the last read left the socket empty and no edge since went unread
+	sLazy                        // on the lazy list
+	sSlow                        // on the slow list: not read until slowAt
+	sQuota                       // on the slow list for its tenant's byte quota: read at slowAt only
+)
+
+// newStage builds loop l's stage from its Admission.
+func newStage(l *loop, sc stageConfig) *stage {
+	s := &stage{l: l, fn: sc.frame}
+	p := sc.policy
+	if s.fn != nil || p.Admitter == nil {
+		return s
+	}
+	s.adm = p.Admitter
+	s.lp = p.Admitter.Loop(l.id) // bound by New before the loops are built
+	s.key = p.TenantKey
+	if s.key == nil {
+		s.key = admission.KeyByIP()
+	}
+	s.classify = p.Classify
+	s.costBytes = p.CostBytes
+	s.chargeRds = p.ChargeReadBytes
+	if tl, ok := p.Admitter.Tenants().(*admission.TenantLimiter); ok && s.chargeRds {
+		s.readCap = int(min(tl.Quota().Burst, math.MaxInt32))
+	}
+	s.shedDelay = p.Admitter.CoDel() != nil
+	s.maxDelay = int64(p.MaxQueueDelay)
+	s.rejDelay = int64(p.RejectFlushDelay)
+	s.slowReads = s.rejDelay > 0 && s.maxDelay > 0
+	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
+	s.keyBuf = make([]byte, 0, maxTenantKeyBytes)
+	return s
+}
+
+// at converts a loop clock reading to the time the admission package
+// takes: the one conversion between the engine's clock and the seam's.
+func (s *stage) at(nanos int64) time.Time { return s.l.e.timeAt(nanos) }
+
+// opened gives a new connection its admission state.
+func (s *stage) opened(c *Conn) {
+	if s.perConn {
+		c.adm = &connStage{}
+	}
+}
+
+// pollsFirst reports whether the loop must poll before it sleeps: a policy
+// reads "the wait slept" as "woken by fresh events" (queue delay, loop
+// lag), which a blocking wait after a quiet turn would not guarantee. It is
+// safe on a nil stage.
+func (s *stage) pollsFirst() bool { return s != nil && s.lp != nil }
+
+// afterWait is the turn-start hook. It notes when this turn's input may
+// have arrived (queueing delay), feeds loop lag and the accept queues to
+// the Admitter, ticks it, makes the listener follow its gate, and moves
+// the deferred connections that are due to the ready list (slow reads) and
+// the dirty list (held refusals). prev is the previous turn's clock.
+func (s *stage) afterWait(prev int64) {
+	l := s.l
+	var lag int64
+	if l.pace.slept {
+		s.readySince = l.now // woken by this turn's events: they just arrived
+	} else {
+		s.readySince = prev // busy: they may have arrived any time since the last look
+		lag = l.now - prev
+	}
+	s.evBound = s.readySince
+	if l.pace.prevFull {
+		s.evBound = 0 // edges from before the last wait may be reported only now
+	}
+	if s.slow != nil {
+		s.releaseSlow()
+	}
+	if s.lazy != nil {
+		s.releaseLazy()
+	}
+	if s.lp == nil {
+		return
+	}
+	now := s.at(l.now)
+	if l.pace.slept {
+		s.lp.QueueEmpty(now) // the loop slept: it had no queue
+	}
+	s.lp.ObserveLag(now, time.Duration(lag))
+	if l.now >= s.nextTick {
+		s.nextTick = l.now + policyTickNanos
+		s.feedBacklog()
+		if _, changed := s.adm.Tick(now); changed {
+			s.logGate()
+		}
+	}
+	s.followGate()
+}
+
+// feedBacklog gives the Admitter's gate the fullest accept queue of all
+// loops, as they last sampled them.
+func (s *stage) feedBacklog() {
+	var worstD, worstL uint32
+	worst := -1.0
+	for _, o := range s.l.e.loops {
+		d, lim := o.pub[gAcceptDepth].Load(), o.pub[gAcceptLimit].Load()
+		if lim == 0 {
+			continue
+		}
+		if r := float64(d) / float64(lim); r > worst {
+			worst, worstD, worstL = r, uint32(d), uint32(lim)
+		}
+	}
+	if worst >= 0 {
+		s.adm.Gate().Backlog(worstD, worstL)
+	}
+}
+
+// followGate makes the engine's gate follow the policy's: closed or paused
+// takes every loop's listener out of epoll (gateAdmission); open and
+// rejecting put it back, rejecting with an explicit reject for each new
+// connection.
+func (s *stage) followGate() {
+	l := s.l
+	st := s.adm.Gate().State()
+	l.lis.rejecting = st == admission.GateRejecting
+	closed := !st.Listening()
+	if held := l.e.gate.Load()&gateAdmission != 0; closed != held {
+		if closed {
+			l.e.pauseAccept(gateAdmission)
+		} else {
+			l.e.resumeAccept(gateAdmission)
+		}
+	}
+}
+
+// logGate logs a policy gate transition this loop's Tick (or accept error)
+// caused: once per transition, with the pressure behind it.
+func (s *stage) logGate() {
+	g := s.adm.Gate().Stats()
+	from := s.gate
+	s.gate = g.State
+	if lg := s.l.cfg.Logger; lg != nil && from != g.State {
+		st := s.adm.Stats()
+		lg.Info("sluice: admission gate", "from", from.String(), "to", g.State.String(),
+			"pressure", g.Pressure, "worst", st.Worst.String(), "conns", st.Load.Conns,
+			"inflight", st.Load.InflightReqs, "queued_bytes", st.Load.QueuedBytes,
+			"transitions", g.Transitions)
+	}
+}
+
+// acceptError feeds an accept error that paused the listener to the
+// policy's gate, which pauses every loop's listener.
+func (s *stage) acceptError(en errno) {
+	if s.lp == nil {
+		return
+	}
+	if _, paused := s.adm.Gate().AcceptError(s.at(s.l.now), en); paused {
+		s.logGate()
+		s.followGate()
+	}
+}
+
+// beforeSleep is asked when the loop found nothing to do and would sleep:
+// it reports true, and releases every slow connection at the next turn
+// start, when some wait on the slow list (read them rather than sleep). It
+// is safe on a nil stage.
+func (s *stage) beforeSleep() bool {
+	if s == nil || s.slow == nil {
+		return false
+	}
+	s.slowNow = true
+	return true
+}
+
+// wakeAt returns when the loop must wake for the stage: while an admission
+// signal is hot, every sampleNanos, so signals cool on an idle engine; and
+// when the deferred connections are due.
+func (s *stage) wakeAt() int64 {
+	l := s.l
+	next := int64(math.MaxInt64)
+	if !l.draining && s.lp != nil && s.adm.Hot().Signals() != 0 {
+		next = max(l.lis.nextSample, l.now+1)
+	}
+	if s.lazyDue != 0 {
+		next = min(next, s.lazyDue)
+	}
+	if s.slowDue != 0 {
+		next = min(next, s.slowDue)
+	}
+	return next
+}
+
+// publish copies the loop's load to the Admitter; it runs with every
+// publish of the loop (end of turn, before sleeping).
+func (s *stage) publish() {
+	if s.lp == nil {
+		return
+	}
+	l := s.l
+	s.lp.Load = admission.LoopLoad{
+		Conns:        int64(l.nconns),
+		InflightReqs: int64(l.poolInflight),
+		QueuedBytes:  int64(l.bp.outBytes + l.bp.inBytes),
+	}
+	s.lp.Publish()
+}
+
+// countDecision counts a refusal decided outside the Admitter (a handler's
+// Conn.Reject) in the Admitter's decisions.
+func (s *stage) countDecision(r admission.Reason) {
+	if s.lp != nil {
+		s.lp.Count(r)
+	}
+}

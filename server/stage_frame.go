@@ -1,0 +1,206 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/protocol"
+)
+
+// The admission stage's frame hook and what follows a refusal: the
+// decision for every decoded frame, the idempotency claims it hands to the
+// handler or the pool, and the lazy list of connections whose out-queue
+// holds only refusals (RejectFlushDelay).
+
+// admitFrame is the frame hook: it reports whether the frame may go on to
+// the pool or the handler; false means it was refused and answered (or
+// replayed from the idempotency store).
+func (s *stage) admitFrame(c *Conn, frame []byte) bool {
+	if s.fn != nil {
+		v := s.fn(c, frame, s.at(s.l.now))
+		if !v.Reject {
+			return true
+		}
+		s.l.refused(reasonOf(v.Reason))
+		s.l.answerReject(c, frame, v.Reason, v.RetryAfter)
+		return false
+	}
+	return s.admitPolicy(c, frame)
+}
+
+// admitPolicy runs the Admitter's order for one frame, then its idempotency
+// outcome, then (with the Admitter's CoDel) CoDel on the frame's queueing
+// delay and MaxQueueDelay.
+func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
+	l := s.l
+	if s.readOver { // ChargeReadBytes: the read that brought this frame was over quota
+		s.refuse(c, frame, admission.ReasonTenant, s.readRetry)
+		return false
+	}
+	f := &s.frame
+	f.Tenant = s.key(s.keyBuf[:0], c.remote, nil)
+	f.Cost = 1
+	if s.costBytes {
+		f.Cost = int64(len(frame))
+	}
+	if s.chargeRds {
+		f.Tenant = nil // charged as read
+	}
+	f.Priority = admission.PriorityNormal
+	f.ConnPending = int(c.pending)
+	f.IdempotencyKey, f.Op, f.Payload = nil, nil, nil
+	if s.classify != nil {
+		s.classify(c, frame, f)
+	}
+	v := s.lp.Admit(context.Background(), s.at(l.now), f)
+	if !v.Admit {
+		s.refuse(c, frame, v.Reason, v.RetryAfter)
+		return false
+	}
+	if f.Claimed {
+		switch f.Claim.State {
+		case admission.ClaimDone:
+			// replay the stored reply without running the handler
+			if err := l.writeCopy(c, f.Claim.Response); err != nil {
+				l.requestClose(c, err)
+			}
+			return false
+		case admission.ClaimInProgress:
+			s.refuseOther(c, frame, protocol.ReasonInProgress, f.Claim.RetryAfter)
+			return false
+		case admission.ClaimMismatch:
+			s.refuseOther(c, frame, protocol.ReasonMismatch, 0)
+			return false
+		}
+		s.claim = c // ClaimNew: the handler finishes it (Conn.FrameClaim)
+	}
+	if s.shedDelay {
+		t := l.e.clock()
+		if v := s.lp.Dequeue(s.at(t), s.at(s.since)); !v.Admit {
+			s.refuse(c, frame, v.Reason, v.RetryAfter)
+			return false
+		}
+		if s.maxDelay > 0 && t-s.since > s.maxDelay {
+			// come back no sooner than this reject may have been held
+			s.refuse(c, frame, admission.ReasonQueue, time.Duration(max(s.maxDelay, s.rejDelay)))
+			return false
+		}
+	}
+	return true
+}
+
+// refuse answers a frame refused for an admission reason and counts it. A
+// refusal for global pressure (queued bytes, in-flight, memory) also stops
+// reading a connection that has output queued: it is not reading what we
+// send, and every further frame would only queue another reject.
+func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter time.Duration) {
+	l := s.l
+	l.refused(r)
+	l.answerReject(c, frame, r.String(), retryAfter)
+	if (r == admission.ReasonGlobal || r == admission.ReasonMemory) && c.outBytes > 0 && c.flags&fClosed == 0 {
+		l.pauseRead(c)
+	}
+}
+
+// refuseOther answers a frame refused for a reason that is not an
+// admission reason (the idempotency conflicts) and counts it under
+// ReasonNone ("other").
+func (s *stage) refuseOther(c *Conn, frame []byte, reason string, retryAfter time.Duration) {
+	s.l.refused(admission.ReasonNone)
+	s.l.answerReject(c, frame, reason, retryAfter)
+}
+
+// takeClaim hands the policy's new idempotency claim for c's current
+// frame, if any, to the worker pool (FrameClaimFrom), with a copy of its
+// key. It is safe on a nil stage.
+func (s *stage) takeClaim(c *Conn) *poolClaim {
+	if s == nil || s.claim != c || !s.frame.Claimed || s.frame.Claim.State != admission.ClaimNew {
+		return nil
+	}
+	s.claim = nil
+	return &poolClaim{claim: s.frame.Claim, key: bytes.Clone(s.frame.IdempotencyKey), store: s.adm.Idempotency()}
+}
+
+// FrameClaim returns the idempotency claim the policy made for the frame
+// being handled (ClaimNew: the handler runs and should Finish or Abandon
+// the claim with its Token), and false when the current frame has none. It
+// is valid only inside OnFrame, on the loop.
+func (c *Conn) FrameClaim() (admission.Claim, bool) {
+	l := c.loop
+	s := l.stage
+	if s == nil || !l.onLoop() || s.claim != c || !s.frame.Claimed {
+		return admission.Claim{}, false
+	}
+	return s.frame.Claim, true
+}
+
+// rejectQueued runs when answerReject left c's out-queue holding only
+// refusals; held reports that it already did before. With
+// RejectFlushDelay, such an out-queue is flagged fRejOnly so that the
+// flushes hold it back (holdRejects), dated by its first reject.
+func (s *stage) rejectQueued(c *Conn, held bool) {
+	if s.rejDelay == 0 || c.flags&fOutArmed != 0 || c.adm == nil {
+		return
+	}
+	c.flags |= fRejOnly
+	if !held {
+		c.adm.rejAt = s.l.now
+	}
+}
+
+// holdRejects is asked by the flush phase about a connection whose
+// out-queue holds only refusals (fRejOnly): while they are younger than
+// RejectFlushDelay and the engine is not draining, c goes on the lazy list
+// and is not written this turn (true). It is safe on a nil stage.
+func (s *stage) holdRejects(c *Conn) bool {
+	if s == nil || c.adm == nil || s.l.draining || s.l.now-c.adm.rejAt >= s.rejDelay {
+		return false
+	}
+	s.deferRejects(c)
+	return true
+}
+
+// deferRejects puts c on the lazy list (once) with its due time.
+func (s *stage) deferRejects(c *Conn) {
+	a := c.adm
+	if a.flags&sLazy != 0 {
+		return
+	}
+	a.flags |= sLazy
+	s.l.st[cLazyFlushes]++
+	a.nextLazy = s.lazy
+	s.lazy = c
+	if due := a.rejAt + s.rejDelay; s.lazyDue == 0 || due < s.lazyDue {
+		s.lazyDue = due
+	}
+}
+
+// releaseLazy moves the lazy connections whose rejects are due (all of
+// them once the engine drains) to the dirty list; the others stay lazy. A
+// connection that got a reply meanwhile was flushed with it and is dropped
+// from the list.
+func (s *stage) releaseLazy() {
+	l := s.l
+	if l.now < s.lazyDue && !l.draining {
+		return
+	}
+	c := s.lazy
+	s.lazy, s.lazyDue = nil, 0
+	for c != nil {
+		a := c.adm
+		next := a.nextLazy
+		a.nextLazy = nil
+		a.flags &^= sLazy
+		switch {
+		case c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil:
+		case l.draining || l.now-a.rejAt >= s.rejDelay:
+			c.flags &^= fRejOnly // due: the flush phase writes it
+			l.markDirty(c)
+		default:
+			s.deferRejects(c)
+		}
+		c = next
+	}
+}
