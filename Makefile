@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 3s
 PKGS := ./...
 
-.PHONY: run run-kv test vet crossbuild lint staticcheck unit fuzz fuzz-smoke bench bench-micro bench-external fmt
+.PHONY: run run-kv test vet crossbuild lint staticcheck unit allocs fuzz fuzz-smoke bench bench-micro bench-external fmt
 
 ## run: start the echo server on 127.0.0.1:7000 (Ctrl-C stops it).
 run:
@@ -17,8 +17,8 @@ run:
 run-kv:
 	$(GO) run ./cmd/kv $(ARGS)
 
-## test: vet, a build for another OS, staticcheck, the race-enabled test suite, and every fuzz target briefly from its corpus.
-test: vet crossbuild staticcheck unit fuzz-smoke
+## test: vet, a build for another OS, staticcheck, the race-enabled test suite, the allocation tests without -race, and every fuzz target briefly from its corpus.
+test: vet crossbuild staticcheck unit allocs fuzz-smoke
 
 vet:
 	$(GO) vet $(PKGS)
@@ -37,6 +37,10 @@ fmt:
 
 unit:
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
+
+## allocs: the zero-allocation tests, which skip under -race (its bookkeeping allocates): this pass is the one that runs them.
+allocs:
+	$(GO) test -count=1 -timeout 5m -run 'Alloc' $(PKGS)
 
 ## fuzz-smoke: each fuzz target for FUZZTIME (default 3s), starting from its committed corpus.
 fuzz-smoke:

@@ -75,6 +75,11 @@ var (
 	// has no in-protocol way to say so (it does not implement Rejecter).
 	ErrRejected = errors.New("sluice: frame rejected by admission")
 
+	// ErrBadHistogram reports a Histogram whose bounds are not finite and
+	// strictly increasing, or whose Counts do not have one more element
+	// than its Buckets (Histogram.Validate).
+	ErrBadHistogram = errors.New("sluice: malformed histogram")
+
 	// ErrShed is the cause when a connection broke its own budget in the
 	// admission policy (admission.ConnBudgets: queued bytes or messages
 	// above Max) and was closed. It matches ErrRejected.

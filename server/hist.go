@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+	"math"
 	"math/bits"
 	"sync/atomic"
 )
@@ -146,10 +148,13 @@ func (l *loop) observeOutQueue(bytes int) {
 // the metric's base unit (seconds, bytes, events), strictly increasing;
 // Counts[i] counts the observations in (Buckets[i-1], Buckets[i]] and
 // Counts[len(Buckets)] those above the last bound (per bucket, not
-// cumulative); Sum is the sum of the observed values. Each loop's Counts
-// and Sum are at most one turn old and may disagree by the observations of
-// one turn. The fields match metrics.HistogramSnapshot, so a Histogram
-// converts to it.
+// cumulative), so len(Counts) == len(Buckets)+1 and every observation
+// increments exactly one slot; Sum is the sum of the observed values. Each
+// loop's Counts and Sum are at most one turn old and may disagree by the
+// observations of one turn. A histogram summed over sources is the
+// element-wise sum of their Counts and Sums (they must share Buckets). The
+// zero value means "not measured". It is the one histogram type of the
+// engine and its metrics (package metrics exports it as is).
 type Histogram struct {
 	Buckets []float64
 	Counts  []uint64
@@ -163,6 +168,25 @@ func (h Histogram) Count() uint64 {
 		n += c
 	}
 	return n
+}
+
+// Validate reports a malformed histogram (ErrBadHistogram): bounds that are
+// not finite and strictly increasing, or Counts without exactly one more
+// element than Buckets.
+func (h Histogram) Validate() error {
+	if len(h.Counts) != len(h.Buckets)+1 {
+		return fmt.Errorf("%w: %d bounds need %d counts, have %d",
+			ErrBadHistogram, len(h.Buckets), len(h.Buckets)+1, len(h.Counts))
+	}
+	for i, b := range h.Buckets {
+		if math.IsNaN(b) || math.IsInf(b, 0) {
+			return fmt.Errorf("%w: bound %d is %v", ErrBadHistogram, i, b)
+		}
+		if i > 0 && b <= h.Buckets[i-1] {
+			return fmt.Errorf("%w: bound %d (%v) not above bound %d (%v)", ErrBadHistogram, i, b, i-1, h.Buckets[i-1])
+		}
+	}
+	return nil
 }
 
 // EngineHistograms are the engine's distributions, summed over loops.

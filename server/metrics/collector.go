@@ -37,8 +37,8 @@ type Options struct {
 	Admission AdmissionSource
 
 	// Histograms, when set, adds the loop and request histograms. Nil
-	// with a *server.Engine as the source: the engine's own
-	// (EngineHistograms); nil otherwise: none.
+	// with a *server.Engine as the source: the engine itself (its
+	// Histograms method); nil otherwise: none.
 	Histograms HistogramSource
 
 	// Logs, when set, adds sluice_log_records_suppressed_total.
@@ -79,7 +79,7 @@ func New(src Source, opts Options) (*Collector, error) {
 	}
 	opts.MaxTenantSeries = max(opts.MaxTenantSeries, 0)
 	if e, ok := src.(*server.Engine); ok && e != nil && opts.Histograms == nil {
-		opts.Histograms = EngineHistograms(e)
+		opts.Histograms = e
 	}
 	c := &Collector{src: src, opts: opts, engine: newEngineDescs(opts.ConstLabels), engAdm: newEngineAdmDescs(opts.ConstLabels)}
 	if e, ok := src.(*server.Engine); ok && e != nil && opts.Admission == nil {

@@ -27,11 +27,11 @@ func exported(t *testing.T) (families map[string]bool, series map[string]bool) {
 	t.Helper()
 	s := scripted()
 	h := scriptedHistograms()
-	full := metrics.HistogramSnapshot{Buckets: []float64{1}, Counts: []uint64{1, 1}}
+	full := server.Histogram{Buckets: []float64{1}, Counts: []uint64{1, 1}}
 	h.LoopLagSeconds, h.OutQueueBytes, h.RequestSeconds = full, full, full
 	reg := register(t, newCollector(t, metrics.SourceFunc(func() server.Stats { return s }), metrics.Options{
 		Admission:  metrics.AdmissionFunc(scriptedAdmission),
-		Histograms: metrics.HistogramFunc(func() metrics.Histograms { return h }),
+		Histograms: metrics.HistogramFunc(func() server.EngineHistograms { return h }),
 		Logs:       suppressed(1),
 	}))
 	_, fams := values(t, reg)

@@ -12,14 +12,14 @@ import (
 	"github.com/sluicenet/sluice/server/metrics"
 )
 
-func scriptedHistograms() metrics.Histograms {
-	return metrics.Histograms{
-		LoopTurnSeconds: metrics.HistogramSnapshot{
+func scriptedHistograms() server.EngineHistograms {
+	return server.EngineHistograms{
+		LoopTurnSeconds: server.Histogram{
 			Buckets: []float64{1e-5, 1e-4, 1e-3},
 			Counts:  []uint64{10, 5, 2, 1}, // 1 above 1ms
 			Sum:     0.0042,
 		},
-		EventsPerTurn: metrics.HistogramSnapshot{
+		EventsPerTurn: server.Histogram{
 			Buckets: []float64{1, 2, 4, 8},
 			Counts:  []uint64{3, 0, 4, 0, 0},
 			Sum:     15,
@@ -65,24 +65,24 @@ sluice_loop_turn_events_count 7
 
 func TestHistogramValidate(t *testing.T) {
 	for i, tc := range []struct {
-		h  metrics.HistogramSnapshot
+		h  server.Histogram
 		ok bool
 	}{
-		{metrics.HistogramSnapshot{Buckets: []float64{1, 2}, Counts: []uint64{0, 0, 0}}, true},
-		{metrics.HistogramSnapshot{Buckets: nil, Counts: []uint64{4}, Sum: 1}, true}, // only +Inf
-		{metrics.HistogramSnapshot{Buckets: []float64{1, 2}, Counts: []uint64{0, 0}}, false},
-		{metrics.HistogramSnapshot{Buckets: []float64{2, 1}, Counts: []uint64{0, 0, 0}}, false},
-		{metrics.HistogramSnapshot{Buckets: []float64{1, 1}, Counts: []uint64{0, 0, 0}}, false},
-		{metrics.HistogramSnapshot{Buckets: []float64{1, math.Inf(1)}, Counts: []uint64{0, 0, 0}}, false},
-		{metrics.HistogramSnapshot{Buckets: []float64{math.NaN()}, Counts: []uint64{0, 0}}, false},
-		{metrics.HistogramSnapshot{Buckets: []float64{1}}, false},
+		{server.Histogram{Buckets: []float64{1, 2}, Counts: []uint64{0, 0, 0}}, true},
+		{server.Histogram{Buckets: nil, Counts: []uint64{4}, Sum: 1}, true}, // only +Inf
+		{server.Histogram{Buckets: []float64{1, 2}, Counts: []uint64{0, 0}}, false},
+		{server.Histogram{Buckets: []float64{2, 1}, Counts: []uint64{0, 0, 0}}, false},
+		{server.Histogram{Buckets: []float64{1, 1}, Counts: []uint64{0, 0, 0}}, false},
+		{server.Histogram{Buckets: []float64{1, math.Inf(1)}, Counts: []uint64{0, 0, 0}}, false},
+		{server.Histogram{Buckets: []float64{math.NaN()}, Counts: []uint64{0, 0}}, false},
+		{server.Histogram{Buckets: []float64{1}}, false},
 	} {
 		err := tc.h.Validate()
 		if tc.ok != (err == nil) || err != nil && !errors.Is(err, metrics.ErrBadHistogram) {
 			t.Errorf("%d: Validate = %v, want ok=%v", i, err, tc.ok)
 		}
 	}
-	if n := (metrics.HistogramSnapshot{Counts: []uint64{1, 2, 3}}).Count(); n != 6 {
+	if n := (server.Histogram{Counts: []uint64{1, 2, 3}}).Count(); n != 6 {
 		t.Errorf("Count = %d, want 6", n)
 	}
 }
@@ -90,9 +90,9 @@ func TestHistogramValidate(t *testing.T) {
 // TestBadHistogramFailsOnlyItself: a malformed snapshot fails its own
 // metric with ErrBadHistogram; the engine metrics still come through.
 func TestBadHistogramFailsOnlyItself(t *testing.T) {
-	h := metrics.Histograms{RequestSeconds: metrics.HistogramSnapshot{Buckets: []float64{1, 2}, Counts: []uint64{1}}}
+	h := server.EngineHistograms{RequestSeconds: server.Histogram{Buckets: []float64{1, 2}, Counts: []uint64{1}}}
 	c := newCollector(t, metrics.SourceFunc(func() server.Stats { return server.Stats{Accepted: 1} }),
-		metrics.Options{Histograms: metrics.HistogramFunc(func() metrics.Histograms { return h })})
+		metrics.Options{Histograms: metrics.HistogramFunc(func() server.EngineHistograms { return h })})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	mfs, err := reg.Gather()
