@@ -6,34 +6,20 @@
 // listen gate), the loops and their turn phases, connections and their
 // lifetimes, input buffering and framing through a protocol.Codec, the
 // out-queues and their flushing through ioflush, per-connection deadlines,
-// the loop inbox for calls from other goroutines, graceful shutdown, and the
+// the loop inbox for calls from other goroutines, graceful shutdown, the
 // per-loop counters behind Engine.Stats, and the mechanism that carries out
-// admission decisions: refusing a frame with an in-protocol reject, taking
-// the listener out of epoll, pausing reads, a bounded worker pool for
-// handlers that block. It refuses to own policy: how many connections or
-// requests are too many, which tenant pays, when to shed. Those are
-// questions it asks through small seams (Config.Policy with an
-// admission.Admitter, Config.MaxConns with its watermarks, FrameAdmitter)
-// and the admission package answers. It also refuses to own protocols
-// (codecs are values from package protocol).
+// admission decisions: refusing a frame with the codec's protocol.Rejecter,
+// taking the listener out of epoll, pausing reads, holding back refusals,
+// a bounded worker pool for handlers that block. It refuses to own policy:
+// how many connections or requests are too many, which tenant pays, when
+// to shed. Those are questions it asks through one seam, Config.Admission
+// (an AdmissionPolicy over an admission.Admitter, or an AdmitFunc), and the
+// admission package answers. It also refuses to own protocols: codecs and
+// their refusals are values from package protocol and its subpackages.
 //
-// Usage sketch:
-//
-//	e, err := server.New(server.Config{
-//		Addr:  "127.0.0.1:7000",
-//		Codec: protocol.LengthPrefixed{Header: protocol.Fixed32},
-//	}, server.HandlerFuncs{
-//		Frame: func(c *server.Conn, frame []byte) server.Action {
-//			if err := c.WriteFrame(frame); err != nil { // echo
-//				return server.Close
-//			}
-//			return server.None
-//		},
-//	})
-//	if err != nil {
-//		return err
-//	}
-//	return e.Serve(ctx) // until ctx ends, then a graceful shutdown
+// The usage sketch is the package example (Example): New with a Config and
+// a Handler, then Serve(ctx), which runs until ctx ends and then shuts down
+// gracefully.
 //
 // # Handler shape
 //
@@ -52,7 +38,7 @@
 // # Loops and the turn
 //
 // Each loop is a goroutine locked to its OS thread. A turn runs the phases
-// wait, accept, ready, io, inbox, timers, drain, flush, control (see
+// wait, start, accept, ready, io, inbox, timers, drain, flush, control (see
 // loop.run for the order and its reasons). Non-blocking syscalls (read,
 // writev, accept4, epoll_ctl, and epoll_wait with timeout 0) are raw
 // syscalls that skip the runtime's syscall bookkeeping. Under load (the last
@@ -61,6 +47,17 @@
 // blocking syscall; a loop that is not under load blocks at once, which
 // saves the zero-timeout poll that would find nothing (one epoll_pwait per
 // message instead of two in ping-pong, measured with perf stat).
+//
+// With Config.Admission set, each loop has an admission stage, and the turn
+// calls it at named hooks, in the shape of Redis's beforeSleep/afterSleep:
+// afterWait at the start of the turn (queueing-delay bounds, loop lag, the
+// Admitter's tick and gate, deferred connections that are due); around each
+// read beforeRead, readStart, readBytes and readEnd (arrival bounds, read
+// charging, the slow list); admitFrame for every decoded frame (the
+// decision, before the pool or the handler); holdRejects, afterFlush and
+// mayResume on the write side (batched refusals, per-connection budgets);
+// beforeSleep, wakeAt and publish at the end. Without it the loop checks
+// for a stage and does nothing else for admission.
 //
 // Connections are registered once, EPOLLIN|EPOLLRDHUP|EPOLLET. Reads go to
 // the loop's buffer and stop at ReadBudgetBytes per connection per turn (the
@@ -112,37 +109,40 @@
 //
 // # Admission
 //
-// With Config.Policy every decoded frame passes the Admitter's order —
-// global caps, tenant quota (GCRA), the connection's queue, the
-// idempotency claim — then, with ShedOnQueueDelay, CoDel on the frame's
+// With an AdmissionPolicy every decoded frame passes the Admitter's order —
+// global caps, tenant quota (GCRA), the connection's queue, the idempotency
+// claim — then, when the Admitter has a CoDel, CoDel on the frame's
 // queueing delay (measured from when its bytes could first have been seen:
 // the connection's last draining read, or the previous wait for a fresh
-// edge) and MaxQueueDelay; then a FrameAdmitter, if any. With
-// ChargeReadBytes the tenant quota is charged per read instead, before
-// decoding, and a connection over its quota is not read until it has room.
-// RejectFlushDelay batches refusals: reject-only output waits for the next
-// reply or the delay, and a connection whose unread bytes would all be
-// refused is read from a slow list. A refused frame never reaches the handler: the
-// codec's Rejecter (RejecterFor: a "-REJECT reason ms" frame for the
-// length and line codecs, envelope rejects, RESP -ERR/-BUSY, HTTP 429/503
-// with Retry-After) answers it with the reason and a retry-after, the
-// refusal is counted by reason, and the connection stays open. Each loop
+// edge) and MaxQueueDelay. An AdmitFunc is asked instead, when that is the
+// Admission. With ChargeReadBytes the tenant quota is charged per read
+// instead, before decoding, and a connection over its quota is not read
+// until it has room. RejectFlushDelay batches refusals: reject-only output
+// waits for the next reply or the delay, and a connection whose unread
+// bytes would all be refused is read from a slow list. A refused frame
+// never reaches the handler: the codec's protocol.Rejecter (a "-REJECT
+// reason ms" frame for the length and line codecs, envelope rejects, RESP
+// -ERR/-BUSY, HTTP 429/503 with Retry-After, statuses from
+// protocol.RejectStatus) answers it with the reason and a retry-after, the
+// refusal is counted by reason, and the connection stays open; a codec
+// without one has the connection closed with ErrRejected. Each loop
 // publishes its load once per turn and ticks the Admitter (which samples
 // at most every 10 ms); the listen gate follows the policy's GatePolicy on
 // every loop, EMFILE pauses it, the listeners' accept queues (TCP_INFO)
 // feed it, and in GateRejecting new connections are accepted only to be
 // answered with a reject. While the gate is closed or a signal is hot, idle
 // loops wake every 10 ms so that the gate can reopen after its dwell.
-// Config.MaxQueuedBytes holds the engine's queued bytes near a global
-// budget by not reading connections that do not read their replies.
-// Config.MaxFramesPerTurn keeps one pipelined connection from holding a
-// loop for a whole read's worth of frames. Config.Pool runs a
+// The engine owns its loop count and its caps (Config.MaxConns,
+// MaxQueuedBytes) and hands them to the Admitter when New binds it
+// (admission.Binding); times cross the seam as time.Time readings of the
+// loops' clock. Config.MaxQueuedBytes holds the engine's queued bytes near
+// a global budget by not reading connections that do not read their
+// replies. Config.MaxFramesPerTurn keeps one pipelined connection from
+// holding a loop for a whole read's worth of frames. Config.Pool runs a
 // BlockingHandler on a bounded worker pool with an enqueue deadline, a
 // per-request deadline and the frame's idempotency claim in its context
 // (FrameClaimFrom), and CoDel with newest-first service; replies come back
-// through the loop inbox. With a Policy, the engine takes the Admitter's
-// MaxConns and MaxQueuedBytes as its own exact caps unless Config sets
-// them.
+// through the loop inbox.
 //
 // # Stats
 //

@@ -31,7 +31,7 @@ type Options struct {
 	ConstLabels prometheus.Labels
 
 	// Admission, when set, adds the sluice_admission_* metrics. Nil with
-	// a *server.Engine source that has a Config.Policy: they come from
+	// a *server.Engine source whose Config.Admission is an AdmissionPolicy: they come from
 	// its Stats.Admission.Policy, without the per-class and per-tenant
 	// series only an AdmissionSource can give.
 	Admission AdmissionSource

@@ -16,7 +16,7 @@ var engineAdmMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.Admission.AcceptQueueLimit) }},
 	{"sluice_backlog_rejects_total", "Connections accepted and refused at once while the admission gate was rejecting (backlog nearly full).", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Admission.BacklogRejects) }},
-	{"sluice_admission_policy_enabled", "1 when the engine runs an admission policy (Config.Policy), whose state the sluice_admission_* metrics show.", prometheus.GaugeValue,
+	{"sluice_admission_policy_enabled", "1 when the engine runs an admission policy (Config.Admission is an AdmissionPolicy), whose state the sluice_admission_* metrics show.", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return b2f(s.Admission.Enabled) }},
 	{"sluice_pool_workers", "Worker goroutines of the engine's worker pool (0 without a pool).", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return float64(s.Admission.Pool.Workers) }},
@@ -33,7 +33,7 @@ var engineAdmMetrics = []statMetric{
 // Labelled metrics of server.Stats.Admission.
 const (
 	nameRejects     = "sluice_rejects_total"
-	helpRejects     = "Frames the engine refused, by reason, as carried out by the loops (policy, FrameAdmitter, backlog) and the worker pool; reason=\"other\" counts refusals without an admission reason (a FrameAdmitter's own, idempotency conflicts)."
+	helpRejects     = "Frames the engine refused, by reason, as carried out by the loops (policy, AdmitFunc, backlog, Conn.Reject) and the worker pool; reason=\"other\" counts refusals without an admission reason (an AdmitFunc's own, idempotency conflicts)."
 	namePoolRejects = "sluice_pool_rejects_total"
 	helpPoolRejects = "Frames the worker pool refused, by reason (queue: full or a deadline passed in the queue; codel: shed by CoDel; draining: shutting down)."
 )
