@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
@@ -78,24 +79,8 @@ func ExampleAdmitFunc() {
 		fmt.Println(err)
 		return
 	}
-	if err := e.Start(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer e.Shutdown(context.Background())
-
-	conn, err := net.Dial("tcp", e.Addr().String())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	fmt.Fprint(conn, "hi\nspam\nhi\n")
-	r := bufio.NewReader(conn)
-	for range 3 {
-		line, _ := r.ReadString('\n')
-		fmt.Print(line)
+	for _, line := range exchange(e, "hi\nspam\nhi\n", 3) {
+		fmt.Println(line)
 	}
 	// Output:
 	// ok
@@ -136,28 +121,12 @@ func ExampleAdmissionPolicy() {
 		fmt.Println(err)
 		return
 	}
-	if err := e.Start(); err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer e.Shutdown(context.Background())
 	fmt.Println("conns budget:", adm.Budgets().MaxConns)
-
-	conn, err := net.Dial("tcp", e.Addr().String())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(5 * time.Second))
-	fmt.Fprint(conn, "a\nb\nc\n")
-	r := bufio.NewReader(conn)
-	for range 3 {
-		line, _ := r.ReadString('\n')
-		if reason, _, refused := protocol.ParseRejectText([]byte(line[:len(line)-1])); refused {
+	for _, line := range exchange(e, "a\nb\nc\n", 3) {
+		if reason, _, refused := protocol.ParseRejectText([]byte(line)); refused {
 			fmt.Println("refused:", reason)
 		} else {
-			fmt.Print(line)
+			fmt.Println(line)
 		}
 	}
 	// Output:
@@ -165,4 +134,30 @@ func ExampleAdmissionPolicy() {
 	// ok
 	// ok
 	// refused: tenant
+}
+
+// exchange starts e, sends input on one connection, reads n lines back
+// (without their '\n') and shuts e down.
+func exchange(e *server.Engine, input string, n int) []string {
+	if err := e.Start(); err != nil {
+		return []string{err.Error()}
+	}
+	defer e.Shutdown(context.Background())
+	conn, err := net.Dial("tcp", e.Addr().String())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprint(conn, input)
+	r := bufio.NewReader(conn)
+	var lines []string
+	for range n {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return append(lines, err.Error())
+		}
+		lines = append(lines, strings.TrimSuffix(line, "\n"))
+	}
+	return lines
 }

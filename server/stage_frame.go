@@ -172,9 +172,7 @@ func (s *stage) deferRejects(c *Conn) {
 	s.l.st[cLazyFlushes]++
 	a.nextLazy = s.lazy
 	s.lazy = c
-	if due := a.rejAt + s.rejDelay; s.lazyDue == 0 || due < s.lazyDue {
-		s.lazyDue = due
-	}
+	noteDue(&s.lazyDue, a.rejAt+s.rejDelay)
 }
 
 // releaseLazy moves the lazy connections whose rejects are due (all of

@@ -158,8 +158,13 @@ func (s *stage) park(c *Conn, at int64, quota bool) {
 	a.slowAt = at
 	a.nextSlow = s.slow
 	s.slow = c
-	if s.slowDue == 0 || at < s.slowDue {
-		s.slowDue = at
+	noteDue(&s.slowDue, at)
+}
+
+// noteDue lowers a list's earliest due time (0: empty) to at.
+func noteDue(due *int64, at int64) {
+	if *due == 0 || at < *due {
+		*due = at
 	}
 }
 
@@ -188,9 +193,7 @@ func (s *stage) releaseSlow() {
 		default:
 			a.nextSlow = s.slow
 			s.slow = c
-			if s.slowDue == 0 || a.slowAt < s.slowDue {
-				s.slowDue = a.slowAt
-			}
+			noteDue(&s.slowDue, a.slowAt)
 		}
 		c = next
 	}
