@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
@@ -113,4 +114,45 @@ func roundTrips(tb testing.TB, clients []net.Conn, out []byte, rounds int) {
 		}(c)
 	}
 	wg.Wait()
+}
+
+// echoHandlerAvailable encodes each echo into Conn.AvailableBuffer and
+// writes it, the append-style reply path (no scratch copy).
+var echoHandlerAvailable = HandlerFuncs{Frame: func(c *Conn, frame []byte) Action {
+	b := binary.BigEndian.AppendUint32(c.AvailableBuffer(), uint32(len(frame)))
+	if err := c.Write(append(b, frame...)); err != nil {
+		c.CloseWithError(err)
+	}
+	return None
+}}
+
+// TestEchoAvailableBufferZeroAllocs is TestEchoZeroAllocs with replies
+// appended to Conn.AvailableBuffer and passed to Write, and checks the
+// bytes echoed.
+func TestEchoAvailableBufferZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's bookkeeping allocates")
+	}
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0)}, echoHandlerAvailable)
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	out := pipelined(16, 64)
+	in := make([]byte, len(out))
+	round := func() {
+		if _, err := c.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		round()
+	}
+	if !bytes.Equal(in, out) {
+		t.Fatal("echoed bytes differ")
+	}
+	if a := testing.AllocsPerRun(500, round); a != 0 {
+		t.Errorf("%.2f allocations per round trip of 16 messages, want 0", a)
+	}
 }

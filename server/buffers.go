@@ -56,6 +56,7 @@ type bufferPools struct {
 	ins     inPool
 	maxSegs int    // segments one out-queue may hold
 	scratch []byte // a frame encoded whole before it is split across chunks, or a reject (at most a chunk)
+	spare   *chunk // the chunk Conn.AvailableBuffer lent when the tail had too little room; in no queue
 }
 
 // init sizes the pools for cfg (with defaults applied).

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	"github.com/sluicenet/sluice/protocol"
 )
@@ -44,6 +45,83 @@ func TestWriteFrameFillsChunks(t *testing.T) {
 	}
 	if limit := (len(want)+outChunkBytes-1)/outChunkBytes + 1; len(chunks) > limit {
 		t.Errorf("%d chunks for %d bytes, want at most %d", len(chunks), len(want), limit)
+	}
+	l.releaseOut(c)
+}
+
+// TestAvailableBufferInPlace: a reply appended to AvailableBuffer's buffer
+// is queued without a copy, into the tail chunk's room or the loop's spare
+// chunk (which becomes the tail); one that outgrew the buffer, or one over
+// the budget, takes the ordinary path; the queued bytes are the replies in
+// order either way.
+func TestAvailableBufferInPlace(t *testing.T) {
+	e, err := New(Config{Loops: 1, Codec: protocol.LengthPrefixed{}, OutQueueBytes: 3 * outChunkBytes}, HandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := e.loops[0]
+	c := &Conn{loop: l, fd: 7, gen: 1}
+	var want []byte
+	write := func(b []byte) {
+		t.Helper()
+		if err := l.writeCopy(c, b); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, b...)
+	}
+
+	// No out-queue yet: the spare chunk is lent and becomes the tail.
+	buf := l.availableBuffer(c)
+	if cap(buf) < minAvailableBytes {
+		t.Fatalf("available %d bytes, want at least %d", cap(buf), minAvailableBytes)
+	}
+	spare := l.pools.spare
+	write(append(buf, "first reply"...))
+	if c.tailChunk != spare || l.pools.spare != nil || c.out.segs.Len() != 1 {
+		t.Fatalf("the spare chunk was not queued in place (tail %p spare %p, %d segments)", c.tailChunk, spare, c.out.segs.Len())
+	}
+
+	// The tail has room: the next reply extends its segment.
+	buf = l.availableBuffer(c)
+	if unsafe.SliceData(buf[:1]) != &spare.b[:cap(spare.b)][len(spare.b)] {
+		t.Fatal("AvailableBuffer did not offer the tail chunk's room")
+	}
+	write(append(buf, "second reply"...))
+	if c.out.segs.Len() != 1 || c.outMsgs != 2 {
+		t.Fatalf("%d segments, %d messages; want 1 and 2", c.out.segs.Len(), c.outMsgs)
+	}
+
+	// A reply that outgrows the buffer is copied (append moved it).
+	buf = l.availableBuffer(c)
+	write(append(buf, bytes.Repeat([]byte{'x'}, cap(buf)+1)...))
+
+	// Too little room left in the tail: a spare chunk again.
+	write(bytes.Repeat([]byte{'z'}, c.tailChunk.room()-100))
+	buf = l.availableBuffer(c)
+	if c.tailChunk != nil && c.tailChunk.room() >= minAvailableBytes {
+		t.Fatalf("tail has %d bytes of room, the test wants less", c.tailChunk.room())
+	}
+	if l.pools.spare == nil || unsafe.SliceData(buf[:1]) != unsafe.SliceData(l.pools.spare.b[:1]) {
+		t.Fatal("AvailableBuffer did not lend the spare chunk when the tail was short of room")
+	}
+	write(append(buf, "after the big one"...))
+
+	// Over the byte budget: refused, nothing queued, the spare kept.
+	buf = l.availableBuffer(c)
+	before := c.outBytes
+	if err := l.writeCopy(c, append(buf, bytes.Repeat([]byte{'y'}, 3*outChunkBytes)...)); err != ErrQueueFull {
+		t.Fatalf("over budget: %v, want ErrQueueFull", err)
+	}
+	if c.outBytes != before {
+		t.Fatalf("a refused write changed outBytes %d -> %d", before, c.outBytes)
+	}
+
+	var got []byte
+	for i := 0; i < c.out.segs.Len(); i++ {
+		got = append(got, c.out.segs.At(i).Buf...)
+	}
+	if !bytes.Equal(got, want) || c.outBytes != len(want) || c.outMsgs != 5 {
+		t.Fatalf("queued %q (%d bytes, %d msgs), want %q (%d bytes, 5 msgs)", got, c.outBytes, c.outMsgs, want, len(want))
 	}
 	l.releaseOut(c)
 }

@@ -98,7 +98,8 @@ func (c *Conn) Context() any {
 
 // Write queues a copy of p as one message. On the loop it fails with
 // ErrQueueFull if the message would pass OutQueueMsgs or OutQueueBytes, and
-// with ErrClosed after Close. Off the loop it fails fast with ErrQueueFull
+// with ErrClosed after Close; p from AvailableBuffer is queued in place.
+// Off the loop it fails fast with ErrQueueFull
 // while the out-queue is above its high watermark, with ErrInboxFull when the
 // loop's inbox is full, and otherwise queues the write for the loop; if the
 // loop then finds the out-queue budget exhausted, it closes the connection
@@ -113,6 +114,22 @@ func (c *Conn) Write(p []byte) error {
 		return nil
 	}
 	return c.writeAsync(p, nil)
+}
+
+// AvailableBuffer returns an empty buffer whose capacity is free space in
+// the out-queue, like bufio.Writer.AvailableBuffer: append a reply to it and
+// pass the result to an immediately succeeding Write, which then queues it
+// without copying. A reply that outgrows the capacity is copied as usual (its
+// append allocated). The buffer is valid only until the next write to any
+// connection of the loop. On the loop (in a handler) it has at least
+// minAvailableBytes of room, usually the rest of an 8 KiB chunk; off the loop
+// it is nil.
+func (c *Conn) AvailableBuffer() []byte {
+	l := c.loop
+	if !l.onLoop() {
+		return nil
+	}
+	return l.availableBuffer(c)
 }
 
 // WriteFrame encodes frame with the engine's codec and queues it as one

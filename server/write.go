@@ -220,6 +220,9 @@ func (l *loop) writeCopy(c *Conn, p []byte) error {
 	if err := l.canQueue(c, n); err != nil {
 		return err
 	}
+	if l.writeInPlace(c, p) {
+		return nil
+	}
 	if n > bigWriteBytes {
 		bb := bytebufferpool.Get()
 		bb.B = append(bb.B[:0], p...)
@@ -250,6 +253,49 @@ func (l *loop) writeCopy(c *Conn, p []byte) error {
 	}
 	l.queued(c, n)
 	return nil
+}
+
+// minAvailableBytes is the least room Conn.AvailableBuffer offers: a tail
+// chunk with less lends the loop's spare chunk instead.
+const minAvailableBytes = 2 << 10
+
+// availableBuffer is Conn.AvailableBuffer on the loop: the tail chunk's free
+// room, or the loop's spare chunk when the tail has less than
+// minAvailableBytes.
+func (l *loop) availableBuffer(c *Conn) []byte {
+	if ch := c.tailChunk; ch != nil && ch.room() >= minAvailableBytes {
+		return ch.b[len(ch.b):len(ch.b)]
+	}
+	if l.pools.spare == nil {
+		l.pools.spare = l.pools.chunks.get()
+	}
+	return l.pools.spare.b[:0]
+}
+
+// writeInPlace queues p without copying when it lies at the start of the
+// free room AvailableBuffer lent (c's tail chunk, or the spare chunk, which
+// becomes c's new tail); false if p is anywhere else. The caller has checked
+// the budgets.
+func (l *loop) writeInPlace(c *Conn, p []byte) bool {
+	at := unsafe.SliceData(p)
+	if ch := c.tailChunk; ch != nil && len(p) <= ch.room() && at == unsafe.SliceData(ch.b[len(ch.b):cap(ch.b)]) {
+		s := c.out.segs.At(c.out.segs.Len() - 1)
+		start := len(ch.b) - len(s.Buf)
+		ch.b = ch.b[:len(ch.b)+len(p)]
+		s.Buf = ch.b[start:]
+		l.queued(c, len(p))
+		return true
+	}
+	sp := l.pools.spare
+	if sp == nil || len(p) > cap(sp.b) || at != unsafe.SliceData(sp.b[:cap(sp.b)]) || l.segRoom(c) == 0 {
+		return false
+	}
+	sp.b = sp.b[:len(p)]
+	l.pushSeg(c, ioflush.Segment{Buf: sp.b, Free: sp.free})
+	l.pools.spare = nil
+	c.tailChunk = sp
+	l.queued(c, len(p))
+	return true
 }
 
 // appendTail appends b to ch, whose segment is q's tail, keeping the

@@ -65,7 +65,14 @@ func (h *Handler) OnOpen(*server.Conn) server.Action { return server.None }
 // OnClose does nothing.
 func (h *Handler) OnClose(*server.Conn, error) {}
 
-// OnFrame answers one request with one Conn.Write. A request that does not
+// maxHeadBytes bounds a response's size beyond the request frame's (its
+// status line and header fields; an echoed body is at most the frame):
+// OnFrame encodes into Conn.AvailableBuffer when it has this much room more
+// than the frame, and into the scratch buffer otherwise.
+const maxHeadBytes = 512
+
+// OnFrame answers one request with one Conn.Write, encoded in place in the
+// out-queue (Conn.AvailableBuffer) when it fits. A request that does not
 // parse closes the connection with the http1 error as the cause once the
 // 400 (or other status) is flushed; "Connection: close" closes it with
 // Action Close; a response that does not fit the out-queue closes it with
@@ -73,8 +80,15 @@ func (h *Handler) OnClose(*server.Conn, error) {}
 func (h *Handler) OnFrame(c *server.Conn, frame []byte) server.Action {
 	s := getScratch()
 	now := s.clock(frame, h.codec.Clock)
-	out, closeAfter, cause := h.respond(s, s.out[:0], frame, now)
-	s.out = out
+	dst := c.AvailableBuffer() // the response is encoded straight into the out-queue
+	inScratch := cap(dst) < len(frame)+maxHeadBytes
+	if inScratch {
+		dst = s.out[:0]
+	}
+	out, closeAfter, cause := h.respond(s, dst, frame, now)
+	if inScratch {
+		s.out = out
+	}
 	err := c.Write(out)
 	putScratch(s)
 	switch {
