@@ -615,6 +615,28 @@ func (l *Loop) Dequeue(now, enqueued time.Time) Verdict {
 	return v
 }
 
+// ObserveDelay folds a request's queueing delay into the loop's CoDel
+// (when configured) without deciding about the request: the engine's
+// derived shedding judges overload with CoDel and refuses by its own caps.
+func (l *Loop) ObserveDelay(now, enqueued time.Time) {
+	if l.codel != nil {
+		l.codel.Observe(now, enqueued)
+	}
+}
+
+// SetCoDelTarget sets the loop's CoDel target (CoDel.SetTarget); nothing
+// without a CoDel.
+func (l *Loop) SetCoDelTarget(d time.Duration) {
+	if l.codel != nil {
+		l.codel.SetTarget(d)
+	}
+}
+
+// Overloaded reports whether the loop's CoDel judged its last complete
+// interval overloaded (a standing queue: not empty recently); false
+// without a CoDel.
+func (l *Loop) Overloaded() bool { return l.codel != nil && l.codel.Overloaded() }
+
 // QueueEmpty tells the loop's CoDel that its queue drained at now.
 func (l *Loop) QueueEmpty(now time.Time) {
 	if l.codel != nil {

@@ -82,6 +82,28 @@ func (c *CoDel) Dequeue(now, enqueued time.Time) Verdict {
 	return Admitted()
 }
 
+// Observe folds the sojourn of a request leaving the queue at now, enqueued
+// at enqueued, into the overload judgement without deciding about it: for a
+// queue owner that sheds by its own rule and uses CoDel only to know
+// whether the queue has been empty recently.
+func (c *CoDel) Observe(now, enqueued time.Time) {
+	t := nanos(now)
+	c.observe(t, t-nanos(enqueued))
+}
+
+// SetTarget changes the target (and so the shedding threshold, twice the
+// target) from the next request on, for an owner that derives it from what
+// it measures; d ≤ 0 is ignored. Like Dequeue, only the queue's owner
+// calls it.
+func (c *CoDel) SetTarget(d time.Duration) {
+	if d > 0 {
+		c.target = int64(d)
+	}
+}
+
+// Target returns the current target.
+func (c *CoDel) Target() time.Duration { return time.Duration(c.target) }
+
 // Empty tells CoDel that the queue drained at now: the current interval's
 // minimum sojourn is zero, so the interval cannot judge the queue overloaded.
 func (c *CoDel) Empty(now time.Time) { c.observe(nanos(now), 0) }

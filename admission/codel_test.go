@@ -108,3 +108,37 @@ func TestCoDelConfigValidate(t *testing.T) {
 		t.Error("negative target accepted")
 	}
 }
+
+// TestCoDelObserveAndSetTarget: Observe judges overload like Dequeue but
+// never refuses; SetTarget moves the judgement (and Dequeue's threshold,
+// twice the target) from the next request on, and ignores d ≤ 0.
+func TestCoDelObserveAndSetTarget(t *testing.T) {
+	cd, _ := NewCoDel(CoDelConfig{Target: 5 * ms, Interval: 100 * ms})
+	for now := time.Duration(0); now <= 250*ms; now += ms {
+		cd.Observe(at(now), at(now-3*ms)) // 3 ms sojourns: under the 5 ms target
+	}
+	if cd.Overloaded() {
+		t.Fatal("3 ms sojourns judged overloaded against a 5 ms target")
+	}
+	cd.SetTarget(2 * ms)
+	cd.SetTarget(0)
+	cd.SetTarget(-ms)
+	if cd.Target() != 2*ms {
+		t.Fatalf("target %v, want 2ms", cd.Target())
+	}
+	for now := 251 * ms; now <= 500*ms; now += ms {
+		cd.Observe(at(now), at(now-3*ms))
+	}
+	if !cd.Overloaded() {
+		t.Fatal("3 ms sojourns not judged overloaded against a 2 ms target")
+	}
+	if n, _ := cd.Shed(); n != 0 {
+		t.Fatalf("Observe shed %d requests", n)
+	}
+	if v := cd.Dequeue(at(501*ms), at(501*ms-5*ms)); v.Admit {
+		t.Fatal("a 5 ms sojourn admitted while overloaded with a 2 ms target (threshold 4 ms)")
+	}
+	if v := cd.Dequeue(at(502*ms), at(502*ms-3*ms)); !v.Admit {
+		t.Fatal("a 3 ms sojourn refused with a 2 ms target (threshold 4 ms)")
+	}
+}

@@ -114,18 +114,11 @@ type AdmissionPolicy struct {
 	// admission; not together with CostBytes.
 	ChargeReadBytes bool
 
-	// MaxQueueDelay refuses a frame whose queueing delay is above it
-	// whatever CoDel says (reason "queue"). It needs the Admitter's CoDel:
-	// with one, the stage measures each frame's queueing delay on the
-	// loop — from the earliest moment its bytes could have arrived unseen
-	// to its dispatch — and passes it to the loop's CoDel, which refuses
-	// frames that waited more than twice the target while the loop has a
-	// standing queue (reason "codel"). That is what sheds for inline
-	// handlers, whose queue is the socket buffers and the turn itself.
-	// CoDel judges overload once per interval, and a loop that is not yet
-	// judged overloaded would otherwise serve a whole interval's arrivals,
-	// however late: MaxQueueDelay is the "normal" timeout of adaptive
-	// shedding, CoDel's twice the target the "overloaded" one. The earliest
+	// MaxQueueDelay caps a frame's queueing delay on the loop. It needs the
+	// Admitter's CoDel: with one, the stage measures each frame's queueing
+	// delay on the loop — from the earliest moment its bytes could have
+	// arrived unseen to its dispatch — which is the queue of inline
+	// handlers (the socket buffers and the turn itself). The earliest
 	// arrival is the later of two bounds that each hold on their own: the
 	// start of the connection's last read that left its socket empty (the
 	// bytes came after it), and, for a connection reported by this turn's
@@ -133,7 +126,26 @@ type AdmissionPolicy struct {
 	// by the first wait after the bytes arrive, unless that wait filled its
 	// event array); after a sleep, the wake-up. Bytes that waited in a
 	// connection the loop did not get to are never counted as fresh. It
-	// costs one clock read per read(2) and one per frame. Zero: none.
+	// costs one clock read per read(2) and one per frame.
+	//
+	// Zero (the default) derives the cap from what the loop measures, the
+	// adaptive timeout of Facebook's request queues with CoDel as its
+	// detector: the loop keeps an average of its handlers' service time per
+	// frame S (one more clock read per frame) and sets a short cap C =
+	// 4·S, at least 1 ms and at most 1 s, and a long cap L = max(8·C,
+	// C + 2·RejectFlushDelay). The loop's CoDel, with its target kept at
+	// C/2, says whether the loop had a standing queue over its last
+	// interval (its queue was not empty recently). While it had, a normal
+	// frame that waited more than C is refused (reason "codel"), a
+	// best-effort one more than C/2, a critical one more than L; otherwise
+	// any frame that waited more than L is refused (reason "queue"), so a
+	// burst on an idle server is served. docs/OVERLOAD.md has the
+	// measurements and the reasoning.
+	//
+	// A positive value is a fixed cap for every frame whatever CoDel says
+	// (reason "queue"); CoDel then refuses frames that waited more than
+	// twice its configured target while the loop has a standing queue
+	// (reason "codel"). Off: CoDel alone.
 	MaxQueueDelay time.Duration
 
 	// RejectFlushDelay lets refusals wait up to this long to be written:
@@ -154,10 +166,17 @@ type AdmissionPolicy struct {
 	// can still be served in time. Its arrival bound stays that of its last
 	// draining read, so waiting never makes its bytes look younger.
 	// Stats.SlowReads and Stats.LazyFlushes count both deferrals. Zero:
-	// rejects are written at once like any reply, and every readable
-	// connection is read every turn.
+	// 10 ms when the queueing-delay cap is derived (MaxQueueDelay zero with
+	// the Admitter's CoDel), none otherwise. Off: rejects are written at
+	// once like any reply, and every readable connection is read every
+	// turn.
 	RejectFlushDelay time.Duration
 }
+
+// Off turns off an AdmissionPolicy setting whose zero value derives it:
+// MaxQueueDelay (no cap beyond CoDel's) and RejectFlushDelay (refusals are
+// written at once).
+const Off time.Duration = -1
 
 func (p AdmissionPolicy) stageConfig() stageConfig { return stageConfig{policy: p} }
 
@@ -191,12 +210,12 @@ func validateAdmission(a Admission) error {
 	switch {
 	case p.Admitter == nil:
 		return bad("AdmissionPolicy without an Admitter (use nil for no admission)")
-	case p.MaxQueueDelay < 0 || p.MaxQueueDelay > 0 && p.Admitter.CoDel() == nil:
-		return bad(fmt.Sprintf("MaxQueueDelay = %v: must not be negative and needs the Admitter's CoDel", p.MaxQueueDelay))
+	case p.MaxQueueDelay < 0 && p.MaxQueueDelay != Off || p.MaxQueueDelay > 0 && p.Admitter.CoDel() == nil:
+		return bad(fmt.Sprintf("MaxQueueDelay = %v: must be Off, zero (derived) or positive, and a positive cap needs the Admitter's CoDel", p.MaxQueueDelay))
 	case p.ChargeReadBytes && (p.CostBytes || p.Admitter.Tenants() == nil):
 		return bad("ChargeReadBytes needs the Admitter's tenant quota and excludes CostBytes")
-	case p.RejectFlushDelay < 0 || p.RejectFlushDelay > time.Second:
-		return bad(fmt.Sprintf("RejectFlushDelay = %v: must be in [0, 1s]", p.RejectFlushDelay))
+	case p.RejectFlushDelay < 0 && p.RejectFlushDelay != Off || p.RejectFlushDelay > time.Second:
+		return bad(fmt.Sprintf("RejectFlushDelay = %v: must be Off or in [0, 1s]", p.RejectFlushDelay))
 	}
 	return nil
 }
@@ -226,6 +245,15 @@ type AdmissionStats struct {
 	// queues (TCP_INFO tcpi_unacked and tcpi_sacked), summed over the
 	// listening sockets, sampled at most every 10 ms by each loop.
 	AcceptQueueDepth, AcceptQueueLimit int64
+	// RejectsByPriority counts the policy's refusals on the loops by the
+	// frame's priority (AdmissionPolicy.Classify sets it; normal
+	// otherwise).
+	RejectsByPriority [admission.NumPriorities]uint64
+	// QueueDelayCap is the derived short queueing-delay cap (the largest
+	// over the loops) and ServiceTime the average handler time per frame
+	// it derives from (see AdmissionPolicy.MaxQueueDelay); zero unless
+	// the cap is derived. ServiceTime stays zero with a worker pool.
+	QueueDelayCap, ServiceTime time.Duration
 	// Pool is the worker pool's state; zero without a pool.
 	Pool PoolStats
 	// Policy is Admitter.Stats (zero without a policy): load, pressure,
@@ -245,6 +273,14 @@ func (e *Engine) admissionStats(sum *counters, queuedBytes int64) AdmissionStats
 	}
 	for i := range s.Rejects {
 		s.Rejects[i] = sum[cRefusedBase+i]
+	}
+	for i := range s.RejectsByPriority {
+		s.RejectsByPriority[i] = sum[cRefusedPrioBase+i]
+	}
+	for _, l := range e.loops {
+		if c := time.Duration(l.pub[gDelayCap].Load()); c > s.QueueDelayCap {
+			s.QueueDelayCap, s.ServiceTime = c, time.Duration(l.pub[gServiceNanos].Load())
+		}
 	}
 	if e.pool != nil {
 		s.Pool = e.pool.stats()

@@ -409,7 +409,7 @@ func TestFramesPerTurn(t *testing.T) {
 }
 
 // TestShedOnQueueDelay: with a slow inline handler and a standing queue,
-// CoDel on the loop refuses frames that waited too long (reason "codel")
+// CoDel on the loop (alone: MaxQueueDelay Off) refuses frames that waited too long (reason "codel")
 // with cheap rejects, so the frames it does serve wait little.
 func TestShedOnQueueDelay(t *testing.T) {
 	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
@@ -421,7 +421,7 @@ func TestShedOnQueueDelay(t *testing.T) {
 		return None
 	}
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, MaxFramesPerTurn: 8,
-		Admission: AdmissionPolicy{Admitter: adm}}, h)
+		Admission: AdmissionPolicy{Admitter: adm, MaxQueueDelay: Off}}, h) // CoDel alone, not the derived caps
 	const conns, per = 8, 400 // 3,200 frames × 200µs = 640 ms of work, sent at once
 	var wg sync.WaitGroup
 	var served, shed atomic.Int64

@@ -221,6 +221,9 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			continue
 		}
 		l.act(c, l.h.OnFrame(c, frame))
+		if s != nil && s.timed {
+			s.afterFrame()
+		}
 	}
 	return nil, frames, nil
 }

@@ -60,10 +60,17 @@ type stage struct {
 	chargeRds bool  // ChargeReadBytes
 	readCap   int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
 	shedDelay bool  // the Admitter has a CoDel: measure queueing delay
-	maxDelay  int64 // MaxQueueDelay in ns; 0: none
+	maxDelay  int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
 	rejDelay  int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
-	slowReads bool  // RejectFlushDelay and MaxQueueDelay: defer reads whose frames would all be refused
+	slowReads bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
 	perConn   bool  // connections carry connStage state
+	auto      bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
+	timed     bool  // auto with inline handlers: time each handler call (afterFrame)
+
+	svcNanos int64 // auto: average handler time per frame (EWMA)
+	capShort int64 // auto: C, the cap while CoDel sees a standing queue
+	capLong  int64 // auto: L, the cap otherwise (and critical frames')
+	admitAt  int64 // auto: clock at the last admission, start of the handler's time
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -125,12 +132,68 @@ func newStage(l *loop, sc stageConfig) *stage {
 		s.readCap = int(min(tl.Quota().Burst, math.MaxInt32))
 	}
 	s.shedDelay = p.Admitter.CoDel() != nil
-	s.maxDelay = int64(p.MaxQueueDelay)
-	s.rejDelay = int64(p.RejectFlushDelay)
-	s.slowReads = s.rejDelay > 0 && s.maxDelay > 0
+	s.maxDelay = max(0, int64(p.MaxQueueDelay))
+	s.auto = s.shedDelay && p.MaxQueueDelay == 0
+	s.timed = s.auto && l.e.pool == nil
+	s.rejDelay = max(0, int64(p.RejectFlushDelay))
+	if s.auto && p.RejectFlushDelay == 0 {
+		s.rejDelay = autoRejectFlushNanos
+	}
+	s.slowReads = s.rejDelay > 0 && (s.maxDelay > 0 || s.auto)
 	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
+	if s.auto {
+		s.derive()
+	}
 	s.keyBuf = make([]byte, 0, maxTenantKeyBytes)
 	return s
+}
+
+// The derived queueing-delay caps (AdmissionPolicy.MaxQueueDelay zero).
+const (
+	autoCapPerService    = 4                       // C = 4 × the average service time
+	autoMinCapNanos      = int64(time.Millisecond) // C's floor: turn and syscall costs dominate below it
+	autoMaxCapNanos      = int64(time.Second)
+	autoLongCapFactor    = 8 // L = max(8 × C, C + 2 × RejectFlushDelay)
+	autoServiceShift     = 4 // the service time average weighs each frame 1/16
+	autoRejectFlushNanos = int64(10 * time.Millisecond)
+)
+
+// derive sets the caps and the loop CoDel's target from the average
+// service time: C = 4·S in [1 ms, 1 s], L = max(8·C, C + 2·RejectFlushDelay),
+// CoDel's target C/2 (so "a standing queue" means every frame of an
+// interval waited more than half the cap).
+func (s *stage) derive() {
+	c := min(max(autoCapPerService*s.svcNanos, autoMinCapNanos), autoMaxCapNanos)
+	s.capShort = c
+	s.capLong = max(autoLongCapFactor*c, c+2*s.rejDelay)
+	s.lp.SetCoDelTarget(time.Duration(c / 2))
+}
+
+// afterFrame is the hook after an inline handler returned (timed stages
+// only): the frame's service time goes into the average, and the caps
+// follow it.
+func (s *stage) afterFrame() {
+	d := s.l.e.clock() - s.admitAt
+	s.svcNanos += (d - s.svcNanos) >> autoServiceShift
+	s.derive()
+}
+
+// delayCap returns the queueing delay above which a frame of priority p is
+// refused, and the reason; 0 means no cap.
+func (s *stage) delayCap(p admission.Priority) (int64, admission.Reason) {
+	if !s.auto {
+		return s.maxDelay, admission.ReasonQueue
+	}
+	if !s.lp.Overloaded() {
+		return s.capLong, admission.ReasonQueue
+	}
+	switch p {
+	case admission.PriorityCritical:
+		return s.capLong, admission.ReasonCoDel
+	case admission.PriorityBestEffort:
+		return s.capShort / 2, admission.ReasonCoDel
+	}
+	return s.capShort, admission.ReasonCoDel
 }
 
 // at converts a loop clock reading to the time the admission package
@@ -293,6 +356,8 @@ func (s *stage) publish() {
 		return
 	}
 	l := s.l
+	l.st[gDelayCap] = uint64(s.capShort)
+	l.st[gServiceNanos] = uint64(s.svcNanos)
 	s.lp.Load = admission.LoopLoad{
 		Conns:        int64(l.nconns),
 		InflightReqs: int64(l.poolInflight),

@@ -78,15 +78,18 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 	}
 	if s.shedDelay {
 		t := l.e.clock()
-		if v := s.lp.Dequeue(s.at(t), s.at(s.since)); !v.Admit {
+		if s.auto {
+			s.lp.ObserveDelay(s.at(t), s.at(s.since)) // CoDel only judges: the caps decide
+		} else if v := s.lp.Dequeue(s.at(t), s.at(s.since)); !v.Admit {
 			s.refuse(c, frame, v.Reason, v.RetryAfter)
 			return false
 		}
-		if s.maxDelay > 0 && t-s.since > s.maxDelay {
+		if limit, r := s.delayCap(f.Priority); limit > 0 && t-s.since > limit {
 			// come back no sooner than this reject may have been held
-			s.refuse(c, frame, admission.ReasonQueue, time.Duration(max(s.maxDelay, s.rejDelay)))
+			s.refuse(c, frame, r, time.Duration(max(limit, s.rejDelay)))
 			return false
 		}
+		s.admitAt = t
 	}
 	return true
 }
@@ -98,6 +101,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter time.Duration) {
 	l := s.l
 	l.refused(r)
+	l.st[cRefusedPrioBase+int(s.frame.Priority)]++
 	l.answerReject(c, frame, r.String(), retryAfter)
 	if (r == admission.ReasonGlobal || r == admission.ReasonMemory) && c.outBytes > 0 && c.flags&fClosed == 0 {
 		l.pauseRead(c)

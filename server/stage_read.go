@@ -51,7 +51,8 @@ func (s *stage) deferRead(c *Conn) bool {
 	if l.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return false // see end of file and held frames at once
 	}
-	if l.e.clock()-s.arrivalBound(c, true) <= s.maxDelay {
+	limit, _ := s.delayCap(admission.PriorityNormal)
+	if l.e.clock()-s.arrivalBound(c, true) <= limit {
 		return false
 	}
 	c.adm.flags &^= sFresh

@@ -188,11 +188,14 @@ const (
 	gInflight    // frames this loop handed to the worker pool, not yet done
 	gAcceptDepth // the listener's accept queue (TCP_INFO), at the last sample
 	gAcceptLimit
-	cAcceptErrnoBase                                           // AcceptErrors by AcceptErrno
-	cPauseErrnoBase  = cAcceptErrnoBase + int(NumAcceptErrnos) // AcceptPauses by PauseErrno
-	cClosedBase      = cPauseErrnoBase + int(NumPauseErrnos)   // Closed by CloseCause
-	cRefusedBase     = cClosedBase + int(NumCloseCauses)       // refusals carried out, by admission.Reason
-	numCounters      = cRefusedBase + int(admission.NumReasons)
+	gDelayCap                                                   // the derived queueing-delay cap C (ns)
+	gServiceNanos                                               // the average handler time per frame the cap derives from (ns)
+	cAcceptErrnoBase                                            // AcceptErrors by AcceptErrno
+	cPauseErrnoBase  = cAcceptErrnoBase + int(NumAcceptErrnos)  // AcceptPauses by PauseErrno
+	cClosedBase      = cPauseErrnoBase + int(NumPauseErrnos)    // Closed by CloseCause
+	cRefusedBase     = cClosedBase + int(NumCloseCauses)        // refusals carried out, by admission.Reason
+	cRefusedPrioBase = cRefusedBase + int(admission.NumReasons) // policy refusals by admission.Priority
+	numCounters      = cRefusedPrioBase + int(admission.NumPriorities)
 )
 
 type counters [numCounters]uint64

@@ -66,8 +66,8 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.shed, "shed", false, "active shedding: CoDel on each frame's queueing delay (on the loop, or in the worker pool), refusing with reason codel")
 	fs.DurationVar(&o.codelTarget, "codel-target", 5*time.Millisecond, "CoDel target queueing delay (-shed)")
 	fs.DurationVar(&o.codelInterval, "codel-interval", 100*time.Millisecond, "CoDel interval (-shed)")
-	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: none)")
-	fs.DurationVar(&o.rejectDelay, "reject-flush-delay", 0, "with the admission policy on: a connection whose queued output is only rejects is written with its next reply or after this long, so shedding does not cost a writev per connection per turn (0: rejects are written at once)")
+	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: derived from the measured handler time, see docs/OVERLOAD.md; negative: none, CoDel alone)")
+	fs.DurationVar(&o.rejectDelay, "reject-flush-delay", 0, "with the admission policy on: a connection whose queued output is only rejects is written with its next reply or after this long, so shedding does not cost a writev per connection per turn (0: 10ms with the derived queueing-delay cap, else none; negative: rejects are written at once)")
 	fs.IntVar(&o.maxFrames, "max-frames-per-turn", 0, "frames dispatched per connection per loop turn (0: default 256)")
 	fs.IntVar(&o.backlog, "backlog", 0, "listen(2) backlog (0: default 4096, capped by net.core.somaxconn)")
 	fs.DurationVar(&o.work, "work", 0, "simulated CPU cost per frame: a calibrated busy loop of this much CPU time before the echo (internal/spin, as the bench peers), e.g. 200us (0: none)")
@@ -155,9 +155,9 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 			return nil, nil, err
 		}
 		pol := server.AdmissionPolicy{Admitter: adm, CostBytes: o.tenantBytes && !o.tenantReads, ChargeReadBytes: o.tenantBytes && o.tenantReads,
-			RejectFlushDelay: o.rejectDelay}
+			RejectFlushDelay: offIfNegative(o.rejectDelay)}
 		if acfg.CoDel != nil { // the loop sheds on queueing delay
-			pol.MaxQueueDelay = o.maxQueueDelay
+			pol.MaxQueueDelay = offIfNegative(o.maxQueueDelay)
 		}
 		cfg.Admission = pol
 	}
@@ -239,4 +239,12 @@ func (h *workHandler) release(p admission.Permit, t0 time.Time) {
 		now := time.Now()
 		h.conc.Release(now, p, now.Sub(t0))
 	}
+}
+
+// offIfNegative maps a negative duration flag to server.Off.
+func offIfNegative(d time.Duration) time.Duration {
+	if d < 0 {
+		return server.Off
+	}
+	return d
 }
