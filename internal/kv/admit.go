@@ -33,8 +33,9 @@ func TenantPolicy(limiter *admission.TenantLimiter, env bool) (server.AdmissionP
 }
 
 // classifyEnvelope charges an envelope to its tenant field when it names
-// one (f.Tenant holds the peer's key otherwise), and admits one that does
-// not parse uncharged. It does not allocate.
+// one (f.Tenant holds the peer's key otherwise), gives the frame the
+// envelope's priority, and admits one that does not parse uncharged. It
+// does not allocate.
 func classifyEnvelope(_ *server.Conn, frame []byte, f *admission.Frame) {
 	var m envelope.Message
 	if envelope.Parse(frame, &m) != nil {
@@ -44,6 +45,19 @@ func classifyEnvelope(_ *server.Conn, frame []byte, f *admission.Frame) {
 	if len(m.Tenant) > 0 {
 		f.Tenant = admission.AppendTenantKey(f.Tenant[:0], m.Tenant)
 	}
+	f.Priority = admissionPriority(m.Priority)
+}
+
+// admissionPriority maps the envelope's four classes onto the engine's
+// three: low and background work are both refused first.
+func admissionPriority(p envelope.Priority) admission.Priority {
+	switch p {
+	case envelope.PriorityCritical:
+		return admission.PriorityCritical
+	case envelope.PriorityLow, envelope.PriorityBackground:
+		return admission.PriorityBestEffort
+	}
+	return admission.PriorityNormal
 }
 
 // classifyRESP admits a frame that is not one whole RESP command (a
