@@ -32,6 +32,9 @@ const (
 	ReasonMemory
 	// ReasonDraining: the server is shutting down gracefully.
 	ReasonDraining
+	// ReasonFair: the queue is overloaded and the tenant has had more
+	// than its share of what was admitted recently (no quota configured).
+	ReasonFair
 
 	// NumReasons is the number of reasons including ReasonNone; arrays
 	// indexed by Reason have this length.
@@ -48,6 +51,7 @@ var reasonNames = [NumReasons]string{
 	ReasonCPU:         "cpu",
 	ReasonMemory:      "memory",
 	ReasonDraining:    "draining",
+	ReasonFair:        "fair",
 }
 
 // String returns the reason's lower-case name as used in metrics labels and

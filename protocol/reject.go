@@ -27,6 +27,9 @@ type Rejecter interface {
 const (
 	// ReasonTenant: the client's tenant is over its quota.
 	ReasonTenant = "tenant"
+	// ReasonFair: the server is overloaded and the client's tenant has
+	// had more than its share of it.
+	ReasonFair = "fair"
 	// ReasonInProgress: the request's idempotency key is claimed by a
 	// request still running.
 	ReasonInProgress = "in_progress"
@@ -36,14 +39,14 @@ const (
 
 // RejectStatus is the one mapping from a refusal reason to the status a
 // protocol with statuses reports, as an HTTP status code: 429 Too Many
-// Requests for ReasonTenant (the client exceeded its own quota), 409
-// Conflict for ReasonInProgress, 422 Unprocessable Content for
-// ReasonMismatch (the statuses of the IETF Idempotency-Key draft), and 503
-// Service Unavailable for every other reason (the server is overloaded or
-// draining).
+// Requests for ReasonTenant and ReasonFair (the client exceeded its own
+// quota, or its share of an overloaded server), 409 Conflict for
+// ReasonInProgress, 422 Unprocessable Content for ReasonMismatch (the
+// statuses of the IETF Idempotency-Key draft), and 503 Service Unavailable
+// for every other reason (the server is overloaded or draining).
 func RejectStatus(reason string) int {
 	switch reason {
-	case ReasonTenant:
+	case ReasonTenant, ReasonFair:
 		return 429
 	case ReasonInProgress:
 		return 409

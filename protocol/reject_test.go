@@ -70,6 +70,7 @@ func TestRejectStatus(t *testing.T) {
 		env    envelope.Status
 	}{
 		{protocol.ReasonTenant, 429, envelope.StatusTooManyRequests},
+		{protocol.ReasonFair, 429, envelope.StatusTooManyRequests},
 		{protocol.ReasonInProgress, 409, envelope.StatusConflict},
 		{protocol.ReasonMismatch, 422, envelope.StatusConflict},
 		{"codel", 503, envelope.StatusUnavailable},

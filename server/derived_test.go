@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -18,8 +19,8 @@ import (
 // TestDerivedCapsByPriority: with MaxQueueDelay zero the stage derives its
 // caps from the service time (C = 4·S in [1 ms, 1 s], L = max(8·C,
 // C + 2·RejectFlushDelay), CoDel's target C/2), applies L to every frame
-// until CoDel sees a standing queue, and then C to normal frames, C/2 to
-// best-effort ones and L to critical ones. A fixed MaxQueueDelay and Off
+// until the loop has not slept for autoBusyNanos (a standing queue), and
+// then C to normal frames, C/2 to best-effort ones and L to critical ones. A fixed MaxQueueDelay and Off
 // keep the old meaning.
 func TestDerivedCapsByPriority(t *testing.T) {
 	newLoopStage := func(p AdmissionPolicy) *stage {
@@ -45,8 +46,8 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		}
 	}
 	// No measurement yet: C is the 1 ms floor, L = C + 2 × 10 ms.
-	if s.capShort != ms || s.capLong != 21*ms || s.lp.Overloaded() {
-		t.Fatalf("initial caps C %v L %v overloaded %v", time.Duration(s.capShort), time.Duration(s.capLong), s.lp.Overloaded())
+	if s.capShort != ms || s.capLong != 21*ms || s.overloaded() {
+		t.Fatalf("initial caps C %v L %v overloaded %v", time.Duration(s.capShort), time.Duration(s.capLong), s.overloaded())
 	}
 	check(admission.PriorityNormal, 21*ms, admission.ReasonQueue)
 	// Handlers now take 2 ms: C follows to 8 ms, L to 64 ms.
@@ -57,14 +58,11 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	if c := s.capShort; c < 7*ms || c > 9*ms || s.capLong != autoLongCapFactor*c {
 		t.Fatalf("after 2 ms handlers: C %v L %v", time.Duration(c), time.Duration(s.capLong))
 	}
-	// Three intervals in which every frame waited 20 ms: a standing queue.
-	base := time.Now()
-	for i := int64(0); i < 40; i++ {
-		now := base.Add(time.Duration(i * ms))
-		s.lp.ObserveDelay(now, now.Add(-20*time.Millisecond))
-	}
-	if !s.lp.Overloaded() {
-		t.Fatal("CoDel did not judge 20 ms waits a standing queue")
+	// The loop has not slept for longer than autoBusyNanos: a standing queue.
+	s.l.now = s.l.e.clock()
+	s.idleAt = s.l.now - autoBusyNanos - 1
+	if !s.overloaded() {
+		t.Fatal("a loop busy for longer than autoBusyNanos not judged overloaded")
 	}
 	c, l := s.capShort, s.capLong
 	check(admission.PriorityCritical, l, admission.ReasonCoDel)
@@ -254,4 +252,124 @@ func TestRejectsByPriority(t *testing.T) {
 		got = e.Stats().Admission.RejectsByPriority
 		return got == want
 	})
+}
+
+// TestEchoZeroAllocsDerived: the echo path with shedding on and nothing
+// else set (derived caps, the handler timed per frame, fair shares by
+// tenant, windows rolling) allocates nothing in the steady state.
+func TestEchoZeroAllocsDerived(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's bookkeeping allocates")
+	}
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Admission: AdmissionPolicy{Admitter: adm}}, echoHandlerAlloc)
+	if s := e.loops[0].stage; !s.auto || !s.timed || s.fair == nil {
+		t.Fatalf("stage: auto %v timed %v fair %v", s.auto, s.timed, s.fair != nil)
+	}
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	out := pipelined(16, 64)
+	in := make([]byte, len(out))
+	round := func() {
+		if _, err := c.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		round()
+	}
+	deadline := time.Now().Add(150 * time.Millisecond) // more than a fair-share window
+	n := 0
+	for ; time.Now().Before(deadline); n++ {
+		round()
+	}
+	if a := testing.AllocsPerRun(max(500, n), round); a != 0 {
+		t.Errorf("%.2f allocations per round trip of 16 messages with derived shedding, want 0", a)
+	}
+	if s := e.Stats(); s.Rejects != 0 {
+		t.Errorf("%d rejects of an echo well within capacity", s.Rejects)
+	}
+}
+
+// TestFairShareBetweenTenants: ten tenants (peer addresses 127.0.0.2-11)
+// on an overloaded loop with derived shedding and no tenant quota, one of
+// them sending ten times more than each of the others: the heavy tenant
+// gets no more than about the others' goodput (its fair share), where
+// first come, first served would give it about half of the capacity.
+func TestFairShareBetweenTenants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2 s of load")
+	}
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		spin(500 * time.Microsecond) // capacity about 2,000 frames/s
+		c.WriteFrame(frame)
+		return None
+	}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, h)
+	const tenants, run = 10, 1500 * time.Millisecond
+	var served, refused [tenants]atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(run)
+	for i := 0; i < tenants; i++ {
+		every := 4 * time.Millisecond // 250 frames/s each, 2,250/s for the nine light tenants
+		if i == 0 {
+			every = 400 * time.Microsecond // the heavy tenant: 2,500/s
+		}
+		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(2+i)))
+		c.SetDeadline(time.Now().Add(run + 10*time.Second))
+		var sent atomic.Int64
+		wg.Add(2)
+		go func() { // open loop: one frame per tick, whatever the replies
+			defer wg.Done()
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for time.Now().Before(stop) {
+				<-tick.C
+				if _, err := c.Write([]byte("x\n")); err != nil {
+					t.Error(err)
+					return
+				}
+				sent.Add(1)
+			}
+			sent.Add(-1 << 40) // done: the reader stops once it has every answer
+		}()
+		go func() {
+			defer wg.Done()
+			for n := int64(0); ; n++ {
+				if s := sent.Load(); s < 0 && n >= s+1<<40 {
+					return
+				}
+				line, err := c.r.ReadString('\n')
+				if err != nil {
+					t.Errorf("tenant %d: %v after %d answers", i, err, n)
+					return
+				}
+				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
+					refused[i].Add(1)
+				} else {
+					served[i].Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var lightSum int64
+	for i := 1; i < tenants; i++ {
+		lightSum += served[i].Load()
+	}
+	lightMean := float64(lightSum) / (tenants - 1)
+	heavy := served[0].Load()
+	st := e.Stats().Admission
+	t.Logf("served: heavy %d, light mean %.0f; refused heavy %d; refusals by reason %v", heavy, lightMean, refused[0].Load(), st.Rejects)
+	if lightMean == 0 || float64(heavy) > 2*lightMean {
+		t.Errorf("heavy tenant served %d, light tenants %.0f on average: want at most twice theirs", heavy, lightMean)
+	}
+	if st.Rejects[admission.ReasonFair] == 0 {
+		t.Error("no refusal with reason fair")
+	}
 }

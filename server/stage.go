@@ -67,10 +67,12 @@ type stage struct {
 	auto      bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
 	timed     bool  // auto with inline handlers: time each handler call (afterFrame)
 
-	svcNanos int64 // auto: average handler time per frame (EWMA)
-	capShort int64 // auto: C, the cap while CoDel sees a standing queue
-	capLong  int64 // auto: L, the cap otherwise (and critical frames')
-	admitAt  int64 // auto: clock at the last admission, start of the handler's time
+	svcNanos int64      // auto: average handler time per frame (EWMA)
+	capShort int64      // auto: C, the cap while CoDel sees a standing queue
+	capLong  int64      // auto: L, the cap otherwise (and critical frames')
+	admitAt  int64      // auto: clock at the last admission, start of the handler's time
+	fair     *fairShare // auto without a tenant quota: max-min shares while overloaded
+	idleAt   int64      // auto: when the loop last slept (its queue was empty)
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -143,6 +145,10 @@ func newStage(l *loop, sc stageConfig) *stage {
 	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
 	if s.auto {
 		s.derive()
+		s.idleAt = l.e.clock()
+		if p.Admitter.Tenants() == nil {
+			s.fair = &fairShare{}
+		}
 	}
 	s.keyBuf = make([]byte, 0, maxTenantKeyBytes)
 	return s
@@ -156,12 +162,20 @@ const (
 	autoLongCapFactor    = 8 // L = max(8 × C, C + 2 × RejectFlushDelay)
 	autoServiceShift     = 4 // the service time average weighs each frame 1/16
 	autoRejectFlushNanos = int64(10 * time.Millisecond)
+	// autoBusyNanos: a loop that has not slept for this long has had a
+	// standing queue (an edge-triggered loop sleeps only when every socket
+	// was drained), and sheds at the short cap.
+	autoBusyNanos = int64(100 * time.Millisecond)
 )
+
+// overloaded reports whether the loop has not slept for autoBusyNanos: its
+// queue (the sockets and the turn) has not been empty recently.
+func (s *stage) overloaded() bool { return s.l.now-s.idleAt > autoBusyNanos }
 
 // derive sets the caps and the loop CoDel's target from the average
 // service time: C = 4·S in [1 ms, 1 s], L = max(8·C, C + 2·RejectFlushDelay),
-// CoDel's target C/2 (so "a standing queue" means every frame of an
-// interval waited more than half the cap).
+// CoDel's target C/2 (CoDel then only feeds the Admitter's overload signal;
+// the caps follow overloaded).
 func (s *stage) derive() {
 	c := min(max(autoCapPerService*s.svcNanos, autoMinCapNanos), autoMaxCapNanos)
 	s.capShort = c
@@ -184,7 +198,7 @@ func (s *stage) delayCap(p admission.Priority) (int64, admission.Reason) {
 	if !s.auto {
 		return s.maxDelay, admission.ReasonQueue
 	}
-	if !s.lp.Overloaded() {
+	if !s.overloaded() {
 		return s.capLong, admission.ReasonQueue
 	}
 	switch p {
@@ -243,6 +257,7 @@ func (s *stage) afterWait(prev int64) {
 	now := s.at(l.now)
 	if l.pace.slept {
 		s.lp.QueueEmpty(now) // the loop slept: it had no queue
+		s.idleAt = l.now
 	}
 	s.lp.ObserveLag(now, time.Duration(lag))
 	if l.now >= s.nextTick {

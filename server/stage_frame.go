@@ -78,6 +78,15 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 	}
 	if s.shedDelay {
 		t := l.e.clock()
+		slot := -1
+		if fs := s.fair; fs != nil {
+			fs.roll(t)
+			slot = fairSlot(f.Tenant)
+			if fs.over(slot) {
+				s.refuse(c, frame, admission.ReasonFair, time.Duration(max(fs.until-t, s.rejDelay)))
+				return false
+			}
+		}
 		if s.auto {
 			s.lp.ObserveDelay(s.at(t), s.at(s.since)) // CoDel only judges: the caps decide
 		} else if v := s.lp.Dequeue(s.at(t), s.at(s.since)); !v.Admit {
@@ -90,6 +99,9 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 			return false
 		}
 		s.admitAt = t
+		if slot >= 0 {
+			s.fair.admit(slot)
+		}
 	}
 	return true
 }

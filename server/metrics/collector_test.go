@@ -38,6 +38,8 @@ func scripted() server.Stats {
 	a := &s.Admission
 	a.AcceptQueueDepth, a.AcceptQueueLimit, a.BacklogRejects = 9, 4096, 23
 	a.Rejects[admission.ReasonNone], a.Rejects[admission.ReasonTenant], a.Rejects[admission.ReasonQueue] = 1, 24, 25
+	a.QueueDelayCap, a.ServiceTime = 4*time.Millisecond, time.Millisecond
+	a.RejectsByPriority = [admission.NumPriorities]uint64{admission.PriorityNormal: 5, admission.PriorityBestEffort: 7}
 	a.Pool = server.PoolStats{Workers: 8, Queued: 26, Running: 27, Submitted: 280, Served: 250}
 	a.Pool.Rejects[admission.ReasonQueue] = 25
 	for i := range s.Closed {
@@ -207,6 +209,8 @@ func TestEngineMetricsValues(t *testing.T) {
 		{"sluice_listen_queue_limit_connections", gau, 4096},
 		{"sluice_backlog_rejects_total", ctr, 23},
 		{"sluice_admission_policy_enabled", gau, 0},
+		{"sluice_queue_delay_cap_seconds", gau, 0.004},
+		{"sluice_handler_service_seconds", gau, 0.001},
 		{"sluice_pool_workers", gau, 8},
 		{"sluice_pool_queued_requests", gau, 26},
 		{"sluice_pool_running_requests", gau, 27},
@@ -230,19 +234,22 @@ func TestEngineMetricsValues(t *testing.T) {
 		}
 	}
 	labelled := map[string]float64{
-		`sluice_accept_errors_total{errno="EPERM"}`:        1,
-		`sluice_accept_errors_total{errno="other"}`:        1,
-		`sluice_accept_errors_total{errno="ECONNABORTED"}`: 0,
-		`sluice_accept_errors_total{errno="ENOSPC"}`:       0,
-		`sluice_accept_pauses_total{errno="EMFILE"}`:       4,
-		`sluice_accept_pauses_total{errno="ENFILE"}`:       1,
-		`sluice_accept_pauses_total{errno="ENOMEM"}`:       0,
-		`sluice_rejects_total{reason="other"}`:             1,
-		`sluice_rejects_total{reason="tenant"}`:            24,
-		`sluice_rejects_total{reason="queue"}`:             25,
-		`sluice_rejects_total{reason="codel"}`:             0,
-		`sluice_pool_rejects_total{reason="queue"}`:        25,
-		`sluice_pool_rejects_total{reason="draining"}`:     0,
+		`sluice_accept_errors_total{errno="EPERM"}`:             1,
+		`sluice_accept_errors_total{errno="other"}`:             1,
+		`sluice_accept_errors_total{errno="ECONNABORTED"}`:      0,
+		`sluice_accept_errors_total{errno="ENOSPC"}`:            0,
+		`sluice_accept_pauses_total{errno="EMFILE"}`:            4,
+		`sluice_accept_pauses_total{errno="ENFILE"}`:            1,
+		`sluice_accept_pauses_total{errno="ENOMEM"}`:            0,
+		`sluice_rejects_total{reason="other"}`:                  1,
+		`sluice_rejects_total{reason="tenant"}`:                 24,
+		`sluice_rejects_total{reason="queue"}`:                  25,
+		`sluice_rejects_total{reason="codel"}`:                  0,
+		`sluice_pool_rejects_total{reason="queue"}`:             25,
+		`sluice_pool_rejects_total{reason="draining"}`:          0,
+		`sluice_priority_rejects_total{priority="critical"}`:    0,
+		`sluice_priority_rejects_total{priority="normal"}`:      5,
+		`sluice_priority_rejects_total{priority="best_effort"}`: 7,
 	}
 	if d := compare(vals, labelled); d != "" {
 		t.Errorf("labelled accept metrics:\n%s", d)
@@ -257,8 +264,9 @@ func TestEngineMetricsValues(t *testing.T) {
 		t.Error("pool rejects exported for ReasonNone")
 	}
 	// unlabelled + closed_total, queued_bytes, accept_errors_total,
-	// accept_pauses_total, rejects_total, pool_rejects_total
-	const labelledFams = 6
+	// accept_pauses_total, rejects_total, priority_rejects_total,
+	// pool_rejects_total
+	const labelledFams = 7
 	if len(fams) != len(want)+labelledFams {
 		var names []string
 		for n := range fams {

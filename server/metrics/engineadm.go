@@ -18,6 +18,10 @@ var engineAdmMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.Admission.BacklogRejects) }},
 	{"sluice_admission_policy_enabled", "1 when the engine runs an admission policy (Config.Admission is an AdmissionPolicy), whose state the sluice_admission_* metrics show.", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return b2f(s.Admission.Enabled) }},
+	{"sluice_queue_delay_cap_seconds", "The derived short cap on a frame's queueing delay on the loop (4 × the handlers' average service time, 1 ms to 1 s; the largest over the loops); 0 unless AdmissionPolicy.MaxQueueDelay is derived.", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return s.Admission.QueueDelayCap.Seconds() }},
+	{"sluice_handler_service_seconds", "The average inline handler time per frame the derived queueing-delay cap follows (of the loop with the largest cap); 0 unless the cap is derived.", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return s.Admission.ServiceTime.Seconds() }},
 	{"sluice_pool_workers", "Worker goroutines of the engine's worker pool (0 without a pool).", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return float64(s.Admission.Pool.Workers) }},
 	{"sluice_pool_queued_requests", "Frames waiting for a worker now.", prometheus.GaugeValue,
@@ -34,6 +38,8 @@ var engineAdmMetrics = []statMetric{
 const (
 	nameRejects     = "sluice_rejects_total"
 	helpRejects     = "Frames the engine refused, by reason, as carried out by the loops (policy, AdmitFunc, backlog, Conn.Reject) and the worker pool; reason=\"other\" counts refusals without an admission reason (an AdmitFunc's own, idempotency conflicts)."
+	namePrioRejects = "sluice_priority_rejects_total"
+	helpPrioRejects = "Frames the admission policy refused on the loops, by the frame's priority (critical, normal, best_effort; AdmissionPolicy.Classify sets it)."
 	namePoolRejects = "sluice_pool_rejects_total"
 	helpPoolRejects = "Frames the worker pool refused, by reason (queue: full or a deadline passed in the queue; codel: shed by CoDel; draining: shutting down)."
 )
@@ -42,6 +48,7 @@ const (
 type engineAdmDescs struct {
 	plain       []*prometheus.Desc // parallel to engineAdmMetrics
 	rejects     *prometheus.Desc
+	prioRejects *prometheus.Desc
 	poolRejects *prometheus.Desc
 }
 
@@ -51,6 +58,7 @@ func newEngineAdmDescs(cl prometheus.Labels) engineAdmDescs {
 		d.plain[i] = prometheus.NewDesc(m.name, m.help, nil, cl)
 	}
 	d.rejects = prometheus.NewDesc(nameRejects, helpRejects, []string{"reason"}, cl)
+	d.prioRejects = prometheus.NewDesc(namePrioRejects, helpPrioRejects, []string{"priority"}, cl)
 	d.poolRejects = prometheus.NewDesc(namePoolRejects, helpPoolRejects, []string{"reason"}, cl)
 	return d
 }
@@ -60,6 +68,7 @@ func (d *engineAdmDescs) describe(ch chan<- *prometheus.Desc) {
 		ch <- x
 	}
 	ch <- d.rejects
+	ch <- d.prioRejects
 	ch <- d.poolRejects
 }
 
@@ -72,5 +81,8 @@ func (d *engineAdmDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
 	for r := admission.ReasonNone + 1; r < admission.NumReasons; r++ {
 		ch <- constMetric(d.rejects, prometheus.CounterValue, float64(a.Rejects[r]), r.String())
 		ch <- constMetric(d.poolRejects, prometheus.CounterValue, float64(a.Pool.Rejects[r]), r.String())
+	}
+	for p := range admission.NumPriorities {
+		ch <- constMetric(d.prioRejects, prometheus.CounterValue, float64(a.RejectsByPriority[p]), p.String())
 	}
 }
