@@ -29,4 +29,9 @@
 //
 //	lim, _ := redisstore.NewLimiter(rdb, "sluice:quota:", admission.Quota{Count: 100, Per: time.Second, Burst: 20})
 //	d, err := lim.AllowN(ctx, time.Now(), tenantKey, 1)
+//
+// go-redis prints its own unstructured lines to stderr (pool dial errors
+// while Redis is unreachable); RouteClientLogs(logger) sends them to a
+// slog.Logger instead, one message for all of them so that a rate-limited
+// handler holds a flood to a few lines.
 package redisstore

@@ -186,6 +186,7 @@ func (s *Server) newEnvelope(opts Options, store *Store) (*EnvelopeHandler, erro
 		// Maintenance notifications are a Redis Cloud/Enterprise feature;
 		// in go-redis's default auto mode they leave a goroutine behind
 		// after Close (seen by admission's goleak tests against Redis 7).
+		redisstore.RouteClientLogs(opts.Logger) // go-redis's own lines through the rate-limited logger, not stderr
 		s.rdb = redis.NewClient(&redis.Options{Addr: addr,
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 		ctx, cancel := context.WithTimeout(context.Background(), redisPingTimeout)
