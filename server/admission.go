@@ -250,9 +250,10 @@ type AdmissionStats struct {
 	// otherwise).
 	RejectsByPriority [admission.NumPriorities]uint64
 	// QueueDelayCap is the derived short queueing-delay cap (the largest
-	// over the loops) and ServiceTime the average handler time per frame
-	// it derives from (see AdmissionPolicy.MaxQueueDelay); zero unless
-	// the cap is derived. ServiceTime stays zero with a worker pool.
+	// over the loops and the worker pool) and ServiceTime the average
+	// handler time per frame it derives from (see
+	// AdmissionPolicy.MaxQueueDelay and PoolConfig.CoDel); zero unless a
+	// cap is derived.
 	QueueDelayCap, ServiceTime time.Duration
 	// Pool is the worker pool's state; zero without a pool.
 	Pool PoolStats
@@ -283,6 +284,9 @@ func (e *Engine) admissionStats(sum *counters, queuedBytes int64) AdmissionStats
 		}
 	}
 	if e.pool != nil {
+		if c, svc := e.pool.derived(); c > s.QueueDelayCap {
+			s.QueueDelayCap, s.ServiceTime = c, svc
+		}
 		s.Pool = e.pool.stats()
 		s.Rejects = s.Rejects.Add(s.Pool.Rejects)
 	}

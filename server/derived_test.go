@@ -373,3 +373,48 @@ func TestFairShareBetweenTenants(t *testing.T) {
 		t.Error("no refusal with reason fair")
 	}
 }
+
+// TestPoolDerivedCoDel: a pool CoDel with a zero Target follows the
+// workers' service time (10 ms frames: the cap C = 4·S comes to about
+// 40 ms), sheds a standing queue with reason "codel", and answers every
+// frame.
+func TestPoolDerivedCoDel(t *testing.T) {
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512,
+			CoDel: &admission.CoDelConfig{Interval: 20 * time.Millisecond}}}, newTestHandler())
+	if c, _ := e.pool.derived(); c != time.Millisecond {
+		t.Fatalf("cap before any measurement %v, want the 1 ms floor", c)
+	}
+	c := dial(t, e)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	const n = 200 // 200 × 10 ms of service offered at once: 2 s without shedding
+	var req bytes.Buffer
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&req, "1-%d\n", i)
+	}
+	c.Write(req.Bytes())
+	r := bufio.NewReader(c)
+	var served, shed int
+	for i := 0; i < n; i++ {
+		s, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reason, _, ok := protocol.ParseRejectText([]byte(strings.TrimSpace(s))); ok {
+			if reason != "codel" {
+				t.Errorf("reason %q", reason)
+			}
+			shed++
+		} else {
+			served++
+		}
+	}
+	a := e.Stats().Admission
+	t.Logf("served %d, shed %d; cap %v, service %v", served, shed, a.QueueDelayCap, a.ServiceTime)
+	if shed == 0 || served == 0 {
+		t.Errorf("served %d, shed %d: want both", served, shed)
+	}
+	if a.ServiceTime < 5*time.Millisecond || a.QueueDelayCap < 4*a.ServiceTime*9/10 || a.QueueDelayCap > 4*a.ServiceTime*11/10+time.Millisecond {
+		t.Errorf("service %v, cap %v: want about 10 ms and 4× it", a.ServiceTime, a.QueueDelayCap)
+	}
+}

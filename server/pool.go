@@ -88,6 +88,8 @@ type pool struct {
 	q        []poolTask
 	head, n  int
 	codel    *admission.CoDel
+	auto     bool  // CoDel's target is derived from the service time (CoDelConfig.Target zero)
+	svcNanos int64 // auto: average handler time per served frame (EWMA)
 	running  int
 	draining bool
 	closed   bool
@@ -111,6 +113,10 @@ func newPool(e *Engine) (*pool, error) {
 			return nil, fmt.Errorf("%w: Pool.CoDel: %w", ErrInvalidConfig, err)
 		}
 		p.codel = cd
+		if cfg.CoDel.Target == 0 {
+			p.auto = true
+			p.deriveLocked()
+		}
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
@@ -223,6 +229,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 		reason, retry = admission.ReasonQueue, p.cfg.RetryAfter
 	}
 	served := reason == admission.ReasonNone
+	var took int64
 	if served {
 		ctx, cancel := p.ctx, context.CancelFunc(nil)
 		if t.deadline != 0 {
@@ -232,6 +239,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 			ctx = context.WithValue(ctx, claimCtxKey{}, t.claim)
 		}
 		a := p.cfg.Handler.ServeFrame(ctx, t.c, t.buf.B)
+		took = p.e.clock() - now
 		if cancel != nil {
 			cancel()
 		}
@@ -247,7 +255,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 	}
 	bytebufferpool.Put(t.buf)
 	t.buf = nil
-	p.finish(t, served, reason)
+	p.finish(t, served, reason, took)
 }
 
 // reject answers t off the loop with the codec's reject (through the
@@ -271,11 +279,15 @@ func (p *pool) reject(t *poolTask, r admission.Reason, retry time.Duration) {
 // finish accounts a finished task and tells its loop, which owns the
 // in-flight counts. The loop must hear of every task, so a full inbox is
 // retried (it drains every turn) until the loop has exited.
-func (p *pool) finish(t *poolTask, served bool, r admission.Reason) {
+func (p *pool) finish(t *poolTask, served bool, r admission.Reason, took int64) {
 	p.mu.Lock()
 	p.running--
 	if served {
 		p.st.Served++
+		if p.auto {
+			p.svcNanos = ewma(p.svcNanos, took)
+			p.deriveLocked()
+		}
 	} else {
 		p.st.Rejects[r]++
 	}
@@ -327,6 +339,24 @@ func (p *pool) stop() {
 }
 
 // stats returns a snapshot.
+// deriveLocked sets the pool CoDel's target from the average service time
+// S, as the loop derives its caps: C = 4·S in [1 ms, 1 s], target C/2, so
+// while the queue is overloaded a frame that waited more than C is shed.
+func (p *pool) deriveLocked() {
+	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoMinCapNanos), autoMaxCapNanos) / 2))
+}
+
+// derived returns the pool's derived cap and service time (zero unless
+// CoDel's target is derived).
+func (p *pool) derived() (capNanos, svcNanos time.Duration) {
+	if !p.auto {
+		return 0, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return 2 * p.codel.Target(), time.Duration(p.svcNanos)
+}
+
 func (p *pool) stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -183,12 +183,21 @@ func (s *stage) derive() {
 	s.lp.SetCoDelTarget(time.Duration(c / 2))
 }
 
+// ewma folds a service time d into the average avg (weight 1/16); the
+// first measurement (avg zero) is taken whole, so the caps do not start
+// from the floor with a slow handler.
+func ewma(avg, d int64) int64 {
+	if avg == 0 {
+		return max(d, 1)
+	}
+	return avg + (d-avg)>>autoServiceShift
+}
+
 // afterFrame is the hook after an inline handler returned (timed stages
 // only): the frame's service time goes into the average, and the caps
 // follow it.
 func (s *stage) afterFrame() {
-	d := s.l.e.clock() - s.admitAt
-	s.svcNanos += (d - s.svcNanos) >> autoServiceShift
+	s.svcNanos = ewma(s.svcNanos, s.l.e.clock()-s.admitAt)
 	s.derive()
 }
 

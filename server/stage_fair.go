@@ -11,7 +11,10 @@ import (
 // what the loop admitted in that window (reason "fair"), so a tenant that
 // sends ten times more than the others cannot take more than theirs by
 // sending faster, while tenants that ask for less than the share are
-// never limited. A window that admitted everything lifts the limit. Tenants (AdmissionPolicy.TenantKey, the peer's
+// never limited. Only frames that already waited more than half the short
+// cap are refused for it (a loop with capacity to spare serves fresh
+// frames whatever the last window's shares), and a window that admitted
+// everything, or saw one tenant, lifts the limit. Tenants (AdmissionPolicy.TenantKey, the peer's
 // IP by default) are hashed into fairSlots slots; tenants that share a slot
 // share a share.
 const (
@@ -46,6 +49,7 @@ func (f *fairShare) roll(now int64) {
 	if now < f.until {
 		return
 	}
+	f.level = 0
 	if f.until != 0 {
 		f.level = waterLevel(f.offered[:], f.total, f.sorted[:0])
 	}
@@ -69,7 +73,7 @@ func (f *fairShare) admit(slot int) {
 
 // waterLevel returns the max-min fair share of capacity among demands:
 // the level L with Σ min(d, L) = capacity, rounded up; 0 when capacity
-// covers every demand (nobody need be limited). scratch (length 0) holds
+// covers every demand or there is one tenant (nobody need be limited). scratch (length 0) holds
 // the sorted nonzero demands; it does not allocate when its capacity is
 // len(demands).
 func waterLevel(demands []uint32, capacity uint32, scratch []uint32) uint32 {
@@ -80,8 +84,8 @@ func waterLevel(demands []uint32, capacity uint32, scratch []uint32) uint32 {
 			sum += uint64(d)
 		}
 	}
-	if sum <= uint64(capacity) {
-		return 0
+	if sum <= uint64(capacity) || len(scratch) < 2 {
+		return 0 // everyone served, or one tenant: nothing to share
 	}
 	slices.Sort(scratch)
 	left := uint64(capacity)
