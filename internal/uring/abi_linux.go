@@ -66,7 +66,7 @@ const (
 
 type sqringOffsets struct {
 	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32
-	userAddr                                                       uint64
+	userAddr                                                        uint64
 }
 
 type cqringOffsets struct {
