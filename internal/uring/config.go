@@ -64,11 +64,11 @@ func (c Config) entries() uint32 {
 // completion work when it asks for completions, never interrupted).
 func (f Feature) Setup() Feature {
 	s := f & SetupFeatures
-	if s.Has(FeatDeferTaskrun) {
-		s &^= FeatCoopTaskrun
-	}
 	if !s.Has(FeatSingleIssuer) {
 		s &^= FeatDeferTaskrun
+	}
+	if s.Has(FeatDeferTaskrun) {
+		s &^= FeatCoopTaskrun
 	}
 	return s
 }

@@ -49,8 +49,6 @@ const (
 	FeatMultishotRecv
 	// FeatBufRing: IORING_REGISTER_PBUF_RING (5.19), provided buffer rings.
 	FeatBufRing
-
-	featEnd
 )
 
 // Required is what an engine built on this package needs; without any of it
