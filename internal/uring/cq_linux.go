@@ -8,6 +8,9 @@ import "sync/atomic"
 // FeatDeferTaskrun the kernel posts completions only inside Submit or
 // SubmitAndWait.
 func (r *Ring) Ready() int {
+	if r.closed {
+		return 0
+	}
 	return int(atomic.LoadUint32(r.cqTail) - *r.cqHead)
 }
 

@@ -249,7 +249,12 @@ func (r *Ring) slot(s *SQE) int {
 
 // Pending returns how many entries have been prepared but not yet consumed
 // by the kernel.
-func (r *Ring) Pending() int { return int(r.sqeTail - atomic.LoadUint32(r.sqHead)) }
+func (r *Ring) Pending() int {
+	if r.closed {
+		return 0
+	}
+	return int(r.sqeTail - atomic.LoadUint32(r.sqHead))
+}
 
 // flush publishes the prepared entries to the kernel and returns how many
 // it has not consumed yet.

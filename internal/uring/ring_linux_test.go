@@ -37,8 +37,26 @@ func TestNewCloseNoLeak(t *testing.T) {
 				if err != nil {
 					t.Fatalf("New: %v", err)
 				}
-				if _, err := r.NewBufRing(3, 16, 4096); err != nil {
+				br, err := r.NewBufRing(3, 16, 4096)
+				if err != nil {
 					t.Fatalf("NewBufRing: %v", err)
+				}
+				// Close with a multishot recv armed and a buffer lent.
+				sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Close(sp[0])
+				defer unix.Close(sp[1])
+				if _, err := unix.Write(sp[1], []byte("hello")); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := r.PrepRecvMultishot(sp[0], br.Group(), 0, uring.Pack(kindRecv, 0, 0)); err != nil {
+					t.Fatal(err)
+				}
+				c := waitCQEs(t, r, countOf(uring.Pack(kindRecv, 0, 0), 1))[0]
+				if _, data, err := br.Take(c); err != nil || string(data) != "hello" {
+					t.Fatalf("Take(%+v) = %q, %v", c, data, err)
 				}
 				if _, err := r.NewWaker(uring.Pack(kindWake, 0, 0)); err != nil {
 					t.Fatalf("NewWaker: %v", err)
@@ -552,5 +570,48 @@ func TestStaleCompletion(t *testing.T) {
 	var b [1]byte
 	if n, err := unix.Read(c, b[:]); n != 1 || err != nil || b[0] != 'x' {
 		t.Fatalf("echo read = %d, %v", n, err)
+	}
+}
+
+func TestBufRingTakeErrors(t *testing.T) {
+	r := newRing(t, uring.Config{Entries: 8})
+	br, err := r.NewBufRing(9, 4, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := br.Take(uring.CQE{Res: 5}); !errors.Is(err, uring.ErrNoBuffer) {
+		t.Errorf("Take without F_BUFFER = %v, want ErrNoBuffer", err)
+	}
+	if _, _, err := br.Take(uring.CQE{Res: 5, Flags: 1 | 9<<16}); !errors.Is(err, uring.ErrBufferState) {
+		t.Errorf("Take of id 9 in a 4-buffer ring = %v, want ErrBufferState", err)
+	}
+	// Stand in for the kernel handing out buffer 2.
+	id, data, err := br.Take(uring.CQE{Res: 40, Flags: 1 | 2<<16})
+	if err != nil || id != 2 || len(data) != 32 || br.Lent() != 1 {
+		t.Fatalf("Take = %d, %d bytes, %v (lent %d), want 2, 32 bytes (clamped), nil, 1", id, len(data), err, br.Lent())
+	}
+	if _, _, err := br.Take(uring.CQE{Res: 1, Flags: 1 | 2<<16}); !errors.Is(err, uring.ErrBufferState) {
+		t.Errorf("second Take of a lent buffer = %v, want ErrBufferState", err)
+	}
+	if err := br.Recycle(2); err != nil {
+		t.Errorf("Recycle(2) = %v", err)
+	}
+	for _, id := range []uint16{2, 3, 9} {
+		if err := br.Recycle(id); !errors.Is(err, uring.ErrBufferNotLent) {
+			t.Errorf("Recycle(%d) of a buffer not lent = %v, want ErrBufferNotLent", id, err)
+		}
+	}
+	if _, err := r.NewBufRing(10, 3, 32); !errors.Is(err, uring.ErrBadConfig) {
+		t.Errorf("NewBufRing with 3 entries = %v, want ErrBadConfig", err)
+	}
+	if err := br.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if err := br.Recycle(0); !errors.Is(err, uring.ErrClosed) {
+		t.Errorf("Recycle after Close = %v, want ErrClosed", err)
+	}
+	// The group id is free again.
+	if _, err := r.NewBufRing(9, 4, 32); err != nil {
+		t.Errorf("re-registering group 9 after Close: %v", err)
 	}
 }
