@@ -40,6 +40,7 @@ const (
 	acceptMultishot       = 1 << 0
 	asyncCancelAll        = 1 << 0
 	asyncCancelFD         = 1 << 1
+	asyncCancelAny        = 1 << 2
 	msgData               = 0
 	maxBufRingEntries     = 1 << 15
 	cqeBufferShift        = 16

@@ -174,14 +174,22 @@ func (b *BufRing) close() error {
 	}
 	b.closed = true
 	reg := bufReg{bgid: b.group}
-	err := b.r.register(unregisterPbufRing, unsafe.Pointer(&reg), 1)
+	if err := b.r.register(unregisterPbufRing, unsafe.Pointer(&reg), 1); err != nil {
+		// Still registered: the kernel may pick a buffer and write into it
+		// until the ring is gone, so the memory stays mapped (leaked)
+		// rather than risk the range being reused by someone else.
+		b.entries = nil
+		return err
+	}
 	b.unmap()
-	return err
+	return nil
 }
 
 // Close unregisters the buffer ring and unmaps it. In-flight recvs of its
 // group complete with -ENOBUFS afterwards. Buffers lent out are invalid
-// after Close.
+// after Close. On the wrong thread of a SINGLE_ISSUER ring the kernel
+// refuses to unregister: Close returns an error matching ErrWrongThread and
+// leaves the memory mapped.
 func (b *BufRing) Close() error {
 	if b.closed {
 		return nil

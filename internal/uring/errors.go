@@ -19,6 +19,12 @@ var ErrUnsupported = unsupportedError{}
 // the kernel applies back-pressure). Reap completions, then retry.
 var ErrSQFull = errors.New("sluice: uring: submission queue full")
 
+// ErrWrongThread is wrapped by the error of a submission or wait made from
+// an OS thread other than the one that created a ring set up with
+// FeatSingleIssuer (the kernel's EEXIST, which the error also matches): the
+// loop goroutine must call runtime.LockOSThread before New.
+var ErrWrongThread = errors.New("sluice: uring: ring used from a thread other than its single issuer")
+
 // ErrClosed is returned by methods called on a closed Ring, BufRing or Waker.
 var ErrClosed = errors.New("sluice: uring: closed")
 

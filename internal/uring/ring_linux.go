@@ -3,6 +3,7 @@
 package uring
 
 import (
+	"errors"
 	"os"
 	"sync/atomic"
 	"time"
@@ -161,22 +162,37 @@ func (r *Ring) unmap() {
 	r.sqes, r.cqes = nil, nil
 }
 
-// Close closes the ring's wakers, unregisters and unmaps its buffer rings
-// (so the kernel can no longer pick a buffer), unmaps the queues and closes
-// the ring's descriptor; the kernel cancels what is still in flight. Buffers
-// passed to prep methods may be reused once Close returns. Close is
-// idempotent.
+// closeDrain bounds how long Close waits for the kernel to cancel the
+// operations still in flight: cancelling a socket operation that waits for
+// readiness is immediate, so this only matters for a kernel that is stuck.
+const closeDrain = 100 * time.Millisecond
+
+// closeTag tags Close's own cancellation; completions are discarded at
+// Close, so a caller's use of the same tag only ends the drain early.
+const closeTag = UserData(^uint64(0))
+
+// Close cancels every operation still in flight and waits (at most
+// closeDrain) for the cancellation, discarding the completions; closes the
+// ring's wakers; unregisters and unmaps its buffer rings (so the kernel can
+// no longer pick a buffer); unmaps the queues and closes the ring's
+// descriptor. Buffers passed to prep methods may be reused once Close
+// returns. With FeatSingleIssuer, Close must run on the ring's thread like
+// every other method: elsewhere the kernel refuses to cancel and to
+// unregister, Close returns an error matching ErrWrongThread, and the
+// buffer rings' memory is left mapped (leaked) rather than unmapped while
+// the kernel may still write into it. Close is idempotent.
 func (r *Ring) Close() error {
 	if r.closed {
 		return nil
 	}
-	r.closed = true
 	var first error
 	keep := func(err error) {
 		if first == nil && err != nil {
 			first = err
 		}
 	}
+	keep(r.cancelAll())
+	r.closed = true
 	for _, w := range r.wakers {
 		keep(w.close())
 	}
@@ -190,6 +206,34 @@ func (r *Ring) Close() error {
 	}
 	r.fd = -1
 	return first
+}
+
+// cancelAll cancels every in-flight operation (IORING_ASYNC_CANCEL_ANY)
+// and reaps completions until the cancellation's own arrives or closeDrain
+// passes. A kernel without CANCEL_ANY (before 5.19) fails the cancellation
+// with EINVAL, which ends the drain too.
+func (r *Ring) cancelAll() error {
+	s, err := r.GetSQE()
+	if err != nil {
+		return err
+	}
+	s.prep(opAsyncCancel, -1, 0, 0, 0, closeTag)
+	s.opFlags = asyncCancelAll | asyncCancelAny
+	var cqes [64]CQE
+	deadline := time.Now().Add(closeDrain)
+	for left := closeDrain; left > 0; left = time.Until(deadline) {
+		if _, err := r.SubmitAndWait(1, left); err != nil {
+			return err
+		}
+		n := r.PeekBatch(cqes[:])
+		r.Advance(n)
+		for _, c := range cqes[:n] {
+			if c.UserData == closeTag {
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // Fd returns the ring's descriptor (for IORING_OP_MSG_RING from another
@@ -338,7 +382,8 @@ func (r *Ring) enter(submit, min, flags uint32, block bool) (int, error) {
 		case unix.ETIME:
 			return 0, nil
 		}
-		return 0, os.NewSyscallError("io_uring_enter", e)
+		err := os.NewSyscallError("io_uring_enter", e)
+		return 0, r.wrongThread(e, err)
 	}
 }
 
@@ -350,8 +395,17 @@ func (r *Ring) register(op uintptr, arg unsafe.Pointer, nargs uintptr) error {
 			continue
 		}
 		if e != 0 {
-			return os.NewSyscallError("io_uring_register", e)
+			return r.wrongThread(e, os.NewSyscallError("io_uring_register", e))
 		}
 		return nil
 	}
+}
+
+// wrongThread adds ErrWrongThread to err when errno e is the kernel's
+// refusal of a SINGLE_ISSUER ring used from another thread.
+func (r *Ring) wrongThread(e unix.Errno, err error) error {
+	if e == unix.EEXIST && r.setup&setupSingleIssuer != 0 {
+		return errors.Join(ErrWrongThread, err)
+	}
+	return err
 }
