@@ -61,6 +61,7 @@ type echoLoop struct {
 	cqes  [64]uring.CQE
 
 	accepted, closed, echoed, nobufs, shortSends, stale int
+	turns                                               int // io_uring_enter calls
 }
 
 func newEchoLoop(t testing.TB, r *uring.Ring, lfd int, buffers, size int) *echoLoop {
@@ -93,6 +94,7 @@ func (e *echoLoop) armRecv(i int) {
 // turn runs one loop iteration: submit, wait up to timeout for a
 // completion, handle every ready completion.
 func (e *echoLoop) turn(timeout time.Duration) {
+	e.turns++
 	if _, err := e.r.SubmitAndWait(1, timeout); err != nil {
 		e.t.Fatalf("SubmitAndWait: %v", err)
 	}
