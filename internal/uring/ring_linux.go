@@ -84,10 +84,17 @@ func New(c Config) (*Ring, error) {
 	return r, nil
 }
 
+// sysSetup is the io_uring_setup system call, a variable so tests can play
+// a kernel that refuses it.
+var sysSetup = func(entries uint32, p *params) (uintptr, unix.Errno) {
+	fd, _, e := unix.RawSyscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
+	return fd, e
+}
+
 // setup calls io_uring_setup. ENOSYS and EPERM become errors that match
 // ErrUnsupported.
 func setup(entries uint32, p *params) (int, error) {
-	fd, _, e := unix.RawSyscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
+	fd, e := sysSetup(entries, p)
 	if e != 0 {
 		err := os.NewSyscallError("io_uring_setup", e)
 		if e == unix.ENOSYS || e == unix.EPERM {
