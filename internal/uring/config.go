@@ -33,9 +33,6 @@ type Config struct {
 	Setup Feature
 }
 
-// ErrBadConfig is wrapped by Config.Validate's errors.
-var ErrBadConfig = errors.New("sluice: uring: bad config")
-
 // Validate reports whether c can set up a ring.
 func (c Config) Validate() error {
 	pow2 := func(v uint32) bool { return v&(v-1) == 0 }

@@ -13,6 +13,10 @@ import (
 // ErrUnsupported) for every *MissingError.
 var ErrUnsupported = unsupportedError{}
 
+// ErrBadConfig is wrapped by the errors of Config.Validate and of
+// NewBufRing's size checks.
+var ErrBadConfig = errors.New("sluice: uring: bad config")
+
 // ErrSQFull is returned by GetSQE and the prep methods when the submission
 // queue is still full after submitting what it held: the kernel did not
 // consume the queue (for example because the completion queue overflowed and

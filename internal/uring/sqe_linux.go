@@ -133,7 +133,9 @@ func (r *Ring) PrepSend(fd int, b []byte, flags int, u UserData) (*SQE, error) {
 // PrepSendmsg queues a sendmsg of the iovecs on fd. The kernel copies the
 // message header and iovs when it consumes the entry, so iovs may be reused
 // once Submit returns; the bytes they point at must stay reachable and
-// unmodified until the completion arrives. A short send (Res below the
+// unmodified until the completion arrives. (Older kernels read the header
+// when the operation starts, which for an entry linked behind another
+// (FlagLink) is after Submit returns: do not link a sendmsg there.) A short send (Res below the
 // total) leaves the rest to resubmit: ConsumeIovecs trims iovs.
 func (r *Ring) PrepSendmsg(fd int, iovs []unix.Iovec, flags int, u UserData) (*SQE, error) {
 	s, err := r.GetSQE()
