@@ -172,7 +172,7 @@ func (r *Ring) unmap() {
 // closeDrain bounds how long Close waits for the kernel to cancel the
 // operations still in flight: cancelling a socket operation that waits for
 // readiness is immediate, so this only matters for a kernel that is stuck.
-const closeDrain = 100 * time.Millisecond
+const closeDrain = time.Second
 
 // closeTag tags Close's own cancellation; completions are discarded at
 // Close, so a caller's use of the same tag only ends the drain early.

@@ -121,7 +121,7 @@ func TestCloseCancelsInFlight(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if el := time.Since(start); el > 90*time.Millisecond {
+	if el := time.Since(start); el > 500*time.Millisecond { // closeDrain is 1s
 		t.Errorf("Close took %v: the cancellation did not complete at once", el)
 	}
 }
