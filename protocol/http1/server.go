@@ -1,0 +1,128 @@
+package http1
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicenet/sluice/protocol"
+)
+
+// ErrFramingMismatch is the close cause when a frame ServerCodec's fast
+// framing cut does not parse as exactly one request under the strict
+// parser (the two disagree about where the request ends). Server answers
+// it with 400 and closes the connection. It wraps protocol.ErrMalformed.
+var ErrFramingMismatch = fmt.Errorf("%w: http1: request framing disagrees with the strict parse", protocol.ErrMalformed)
+
+// Conn is what Server.Serve needs of a connection: queue bytes for the
+// peer, and close after what is queued, with a cause. *server.Conn of
+// package server implements it.
+type Conn interface {
+	Write(p []byte) error
+	CloseWithError(cause error) error
+}
+
+// Route appends to dst the response to req, a request that parsed, with
+// date as the Date field value (pass it to Request.AppendResponse), and
+// returns the extended slice. req and its fields alias the connection's
+// input and are valid only during the call; the response must not retain
+// them. The connection closes after the response when req.KeepAlive is
+// false: a route that wants to close sets it before appending, so that
+// the response says "Connection: close". A Route runs on the engine's
+// loop and must not block; it should not allocate when dst has room.
+type Route func(dst []byte, req *Request, date []byte) []byte
+
+// Server answers HTTP/1.1 requests framed by Codec, one response per
+// request and in order, so keep-alive and pipelining work: it parses each
+// frame strictly, answers a request that does not parse with its status
+// (400, 411, 413, 414, 417, 431, 505; AppendDecodeError) and closes the
+// connection, and otherwise asks Route for the response, with a Date
+// formatted at most once a second and the clock read once per read batch,
+// not per request. The connection closes after a response to a request
+// that does not keep it alive (HTTP/1.1 "Connection: close", HTTP/1.0
+// without "Connection: keep-alive").
+//
+// Use Codec as the engine's codec and call Serve from the handler's
+// OnFrame:
+//
+//	srv := &http1.Server{Route: func(dst []byte, req *http1.Request, date []byte) []byte {
+//		return req.AppendResponse(dst, 200, "text/plain", hello, date)
+//	}}
+//	h := server.HandlerFuncs{OnFrame: func(c *server.Conn, frame []byte) server.Action {
+//		if srv.Serve(c, frame) {
+//			return server.Close
+//		}
+//		return server.None
+//	}}
+//	e, err := server.New(server.Config{Codec: srv.Codec}, h)
+//
+// Respond is the transport-free core. With a Route that does not allocate,
+// the steady path (a request that parses, a response that fits the
+// out-queue) does not allocate. A Server must not be copied or modified
+// after first use; it is safe for concurrent use by several loops. A nil
+// Route answers 404 Not Found.
+type Server struct {
+	// Codec frames requests and answers refusals; the engine's
+	// Config.Codec must be this value, so that Server's strict parse
+	// applies the same limits.
+	Codec ServerCodec
+	// Route writes the response to each request that parses.
+	Route Route
+}
+
+// Serve answers the request in frame (a frame Codec.Decode returned) on c
+// with one c.Write, and reports whether the connection should close after
+// the response (return the engine's Close action). A request that does not
+// parse, or a response c cannot queue, closes c with the error as cause
+// (c.CloseWithError) and reports false: nothing more is to be done.
+func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
+	sc := getScratch()
+	now := sc.clock(frame, s.Codec.Clock)
+	out, closeAfter, cause := s.respond(sc, sc.out[:0], frame, now)
+	sc.out = out
+	err := c.Write(out)
+	putScratch(sc)
+	switch {
+	case err != nil:
+		_ = c.CloseWithError(err)
+	case cause != nil:
+		_ = c.CloseWithError(cause)
+	default:
+		return closeAfter
+	}
+	return false
+}
+
+// Respond appends to dst the response to the request in frame (a frame
+// Codec.Decode returned) with the Date of now, and reports whether the
+// connection must close after it: closeAfter without a cause when the
+// request does not keep the connection alive, with the parse error as
+// cause when the request is malformed. It does not allocate when dst has
+// room and Route does not.
+func (s *Server) Respond(dst, frame []byte, now time.Time) (out []byte, closeAfter bool, cause error) {
+	sc := getScratch()
+	defer putScratch(sc)
+	return s.respond(sc, dst, frame, now)
+}
+
+func (s *Server) respond(sc *scratch, dst, frame []byte, now time.Time) ([]byte, bool, error) {
+	req := &sc.req
+	n, err := s.Codec.DecodeRequest(frame, req)
+	if err == nil && n != len(frame) {
+		err = ErrFramingMismatch
+	}
+	date := sc.dates.Value(now)
+	if err != nil {
+		req.Reset()
+		return AppendDecodeError(dst, err, date), true, err
+	}
+	if s.Route == nil {
+		dst = req.AppendResponse(dst, 404, "text/plain; charset=utf-8", notFoundBody, date)
+	} else {
+		dst = s.Route(dst, req, date)
+	}
+	keepAlive := req.KeepAlive
+	req.Reset() // drop references into the caller's buffer
+	return dst, !keepAlive, nil
+}
+
+var notFoundBody = []byte("Not Found\n")
