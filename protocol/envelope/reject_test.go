@@ -36,4 +36,3 @@ func TestCodecAppendReject(t *testing.T) {
 		}
 	}
 }
-
