@@ -47,7 +47,7 @@ type Route func(dst []byte, req *Request, date []byte) []byte
 //	srv := &http1.Server{Route: func(dst []byte, req *http1.Request, date []byte) []byte {
 //		return req.AppendResponse(dst, 200, "text/plain", hello, date)
 //	}}
-//	h := server.HandlerFuncs{OnFrame: func(c *server.Conn, frame []byte) server.Action {
+//	h := server.HandlerFuncs{Frame: func(c *server.Conn, frame []byte) server.Action {
 //		if srv.Serve(c, frame) {
 //			return server.Close
 //		}
