@@ -19,15 +19,7 @@ var (
 //
 // The zero value uses http1's other default limits and time.Now. A Codec
 // has no per-connection state and is safe for concurrent use.
-type Codec struct {
-	// Codec holds the limits (MaxHeaderBytes, MaxHeaderCount,
-	// MaxBodyBytes); zero means http1's defaults, except MaxBodyBytes,
-	// whose default is DefaultMaxBodyBytes.
-	http1.Codec
-	// Clock is the wall clock of the Date header, read once per read batch;
-	// nil means time.Now. It must be safe for concurrent use.
-	Clock func() time.Time
-}
+type Codec struct{ http1.ServerCodec }
 
 // DefaultMaxBodyBytes is the request body limit when Codec.MaxBodyBytes is
 // zero: 64 KiB, smaller than http1's 1 MiB default because the echo route
@@ -41,11 +33,11 @@ const DefaultMaxBodyBytes = 64 << 10
 // Server returns the http1.ServerCodec c stands for, DefaultMaxBodyBytes
 // applied.
 func (c Codec) Server() http1.ServerCodec {
-	h := c.Codec
-	if h.MaxBodyBytes == 0 {
-		h.MaxBodyBytes = DefaultMaxBodyBytes
+	s := c.ServerCodec
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	return http1.ServerCodec{Codec: h, Clock: c.Clock}
+	return s
 }
 
 // Decode is http1.ServerCodec.Decode with c's limits.

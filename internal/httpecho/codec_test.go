@@ -2,6 +2,8 @@ package httpecho
 
 import (
 	"testing"
+
+	"github.com/sluicenet/sluice/protocol/http1"
 )
 
 // serveStream plays the engine's part for a byte stream arriving in the
@@ -46,7 +48,7 @@ func pipeline() (in, want string) {
 // TestSplitEveryByte feeds a pipeline split at every byte boundary (and in
 // single bytes) and expects the same responses every time.
 func TestSplitEveryByte(t *testing.T) {
-	h := NewHandler(Codec{Clock: fixedClock})
+	h := NewHandler(Codec{http1.ServerCodec{Clock: fixedClock}})
 	in, want := pipeline()
 	for k := 0; k <= len(in); k++ {
 		out, closed := serveStream(t, h, []byte(in[:k]), []byte(in[k:]))

@@ -35,7 +35,7 @@ func FuzzServe(f *testing.F) {
 	for i, s := range fuzzSeeds() {
 		f.Add(s, uint16(i*7))
 	}
-	h := NewHandler(Codec{Clock: fixedClock})
+	h := NewHandler(Codec{http1.ServerCodec{Clock: fixedClock}})
 	f.Fuzz(func(t *testing.T, in []byte, split uint16) {
 		whole, closedWhole := serveStream(t, h, in)
 		k := 0

@@ -81,7 +81,7 @@ var respondCases = []struct {
 // TestRespond pins every route and error response byte for byte through
 // the transport-free core.
 func TestRespond(t *testing.T) {
-	h := NewHandler(Codec{Clock: fixedClock})
+	h := NewHandler(Codec{http1.ServerCodec{Clock: fixedClock}})
 	for i, tc := range respondCases {
 		out, closeAfter, cause := h.Respond(nil, []byte(tc.in), t0)
 		if string(out) != tc.want {
