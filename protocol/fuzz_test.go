@@ -301,9 +301,37 @@ func lengthFieldModel(c LengthField, data []byte) (start, end int, need bool, er
 	return start, end, false, nil
 }
 
+// checkLengthFieldEncode encodes frame with c.AppendFrame and, when c
+// accepts it, decodes it back: one frame, all of the wire, the same bytes
+// (with KeepHeader, the frame's own prefix and body around the length
+// field c wrote). A refusal must be typed.
+func checkLengthFieldEncode(t *testing.T, c LengthField, frame []byte) {
+	t.Helper()
+	wire, err := c.AppendFrame(nil, frame)
+	if err != nil {
+		if !errors.Is(err, ErrFrameTooLarge) && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%+v: AppendFrame(%x): untyped error %v", c, frame, err)
+		}
+		return
+	}
+	got, n, derr := c.Decode(wire)
+	want := frame
+	if c.KeepHeader {
+		hdr := c.HeaderBytes()
+		if !bytes.Equal(wire[:c.Offset], frame[:c.Offset]) || !bytes.Equal(wire[hdr:], frame[hdr:]) {
+			t.Fatalf("%+v: AppendFrame(%x) = %x changed more than the length field", c, frame, wire)
+		}
+		want = wire
+	}
+	if derr != nil || n != len(wire) || !bytes.Equal(got, want) {
+		t.Fatalf("%+v: Decode(AppendFrame(%x) = %x) = %x, %d, %v", c, frame, wire, got, n, derr)
+	}
+}
+
 // FuzzLengthField compares LengthField.Decode with lengthFieldModel over
 // every configuration the fuzzer picks, and checks that a decoded frame
-// re-encodes to its wire bytes and that its proper prefixes need more.
+// re-encodes to its wire bytes, that its proper prefixes need more, and
+// that data encoded as a frame decodes back.
 func FuzzLengthField(f *testing.F) {
 	f.Add([]byte{0, 2, 'h', 'i'}, uint8(0), uint8(2), false, false, false, int16(0), uint16(0))
 	f.Add([]byte{7, 5, 0, 'a', 'b', 'c'}, uint8(1), uint8(2), true, true, true, int16(0), uint16(16))
@@ -311,6 +339,7 @@ func FuzzLengthField(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, offset, size uint8, little, incl, keep bool, adj int16, max uint16) {
 		c := LengthField{Offset: int(offset % 16), Size: lengthFieldSizes[int(size)%len(lengthFieldSizes)],
 			LittleEndian: little, IncludesHeader: incl, KeepHeader: keep, Adjustment: int(adj), MaxFrameBytes: int(max)}
+		checkLengthFieldEncode(t, c, data)
 		frame, n, err := c.Decode(data)
 		checkDecodeShape(t, data, frame, n, err)
 
