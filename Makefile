@@ -8,6 +8,7 @@ FUZZTIME ?= 3s
 PKGS := ./...
 
 .PHONY: run run-kv test vet crossbuild lint staticcheck unit allocs fuzz fuzz-smoke bench bench-micro bench-external fmt
+.PHONY: examples
 
 ## run: start the echo server on 127.0.0.1:7000 (Ctrl-C stops it).
 run:
@@ -19,6 +20,7 @@ run-kv:
 
 ## test: vet, a build for another OS, staticcheck, the race-enabled test suite, the allocation tests without -race, and every fuzz target briefly from its corpus.
 test: vet crossbuild staticcheck unit allocs fuzz-smoke
+test: examples
 
 vet:
 	$(GO) vet $(PKGS)
@@ -41,6 +43,10 @@ unit:
 ## allocs: the zero-allocation tests, which skip under -race (its bookkeeping allocates): this pass is the one that runs them.
 allocs:
 	$(GO) test -count=1 -timeout 5m -run 'Alloc' $(PKGS)
+
+## examples: build every program under examples/, run each on loopback, check one exchange, stop it by its pid.
+examples:
+	$(GO) test -count=1 -timeout 2m -run '^TestExamples$$' ./examples
 
 ## fuzz-smoke: each fuzz target for FUZZTIME (default 3s), starting from its committed corpus.
 fuzz-smoke:

@@ -83,7 +83,9 @@ func TestByName(t *testing.T) {
 func TestErrorsArePrefixed(t *testing.T) {
 	errs := []error{ErrFrameTooLarge, ErrMalformed, ErrUnknownCodec, ErrInvalidConfig,
 		errFixed32TooLarge, errUvarintTooLarge, errUvarintOverflow, errUvarintPadded,
-		errLineTooLong, errFrameHasDelim, errUnknownHeader, errNegativeMax}
+		errLineTooLong, errFrameHasDelim, errUnknownHeader, errNegativeMax,
+		errFieldTooLarge, errFieldNegative, errFieldBelowZero, errFieldOverflow, errFieldShortFrame,
+		errFieldSize, errFieldOffset, errFieldAdjustment}
 	for i, err := range errs {
 		if !bytes.HasPrefix([]byte(err.Error()), []byte("sluice: ")) {
 			t.Errorf("%d: %q lacks the sluice: prefix", i, err)

@@ -1,8 +1,9 @@
 // Package protocol splits byte streams into frames and encodes replies.
 //
 // It owns the Codec contract and the simple framings: Raw (every read is a
-// frame), LengthPrefixed (4-byte big-endian or uvarint length header) and
-// Delimited (lines). Richer protocols live in sub-packages: envelope (the
+// frame), LengthPrefixed (4-byte big-endian or uvarint length header),
+// LengthField (a length field of 1, 2, 4 or 8 bytes at an offset in a
+// header, like Netty's LengthFieldBasedFrameDecoder) and Delimited (lines). Richer protocols live in sub-packages: envelope (the
 // sluice request/response envelope), resp (RESP2) and http1 (minimal
 // HTTP/1.1). Each decoder is allocation-free, never consumes more than its
 // input, rejects oversized frames as soon as the bytes prove it, and is

@@ -18,7 +18,7 @@ var (
 	// ErrUnknownCodec reports a codec name ByName does not know.
 	ErrUnknownCodec = errors.New("sluice: unknown codec")
 	// ErrInvalidConfig reports a codec value that cannot work (an unknown
-	// HeaderKind, a negative MaxFrameBytes).
+	// HeaderKind, a negative MaxFrameBytes, a LengthField size of 3).
 	ErrInvalidConfig = errors.New("sluice: invalid codec configuration")
 )
 
@@ -31,6 +31,14 @@ var (
 	errUvarintPadded   = fmt.Errorf("%w: uvarint length header is not minimally encoded", ErrMalformed)
 	errLineTooLong     = fmt.Errorf("%w: no delimiter within MaxFrameBytes+1 bytes", ErrFrameTooLarge)
 	errFrameHasDelim   = fmt.Errorf("%w: frame contains the delimiter byte", ErrMalformed)
+	errFieldTooLarge   = fmt.Errorf("%w: length field declares a frame above MaxFrameBytes", ErrFrameTooLarge)
+	errFieldNegative   = fmt.Errorf("%w: length field declares fewer bytes than its header and adjustment", ErrMalformed)
+	errFieldBelowZero  = fmt.Errorf("%w: body too short for the length adjustment", ErrMalformed)
+	errFieldOverflow   = fmt.Errorf("%w: length does not fit in the length field", ErrFrameTooLarge)
+	errFieldShortFrame = fmt.Errorf("%w: frame shorter than its header", ErrMalformed)
+	errFieldSize       = fmt.Errorf("%w: length field size not 1, 2, 4 or 8", ErrInvalidConfig)
+	errFieldOffset     = fmt.Errorf("%w: length field offset outside 0..MaxLengthFieldOffset", ErrInvalidConfig)
+	errFieldAdjustment = fmt.Errorf("%w: length adjustment beyond ±MaxLengthAdjustment", ErrInvalidConfig)
 	errUnknownHeader   = fmt.Errorf("%w: unknown HeaderKind", ErrInvalidConfig)
 	errNegativeMax     = fmt.Errorf("%w: negative MaxFrameBytes", ErrInvalidConfig)
 )

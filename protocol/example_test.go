@@ -40,5 +40,5 @@ func ExampleByName() {
 	fmt.Println(err)
 	// Output:
 	// "PING" 5
-	// sluice: unknown codec "telnet" (want raw, length, line or varint)
+	// sluice: unknown codec "telnet" (want raw, length, length16, line or varint)
 }

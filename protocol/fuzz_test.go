@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/big"
 	"testing"
 	"unsafe"
 )
@@ -238,6 +239,139 @@ func FuzzRoundTrip(f *testing.F) {
 		frames, rest, err := decodeAll(c, wire)
 		if err != nil || len(rest) != 0 || len(frames) != 2 || !bytes.Equal(frames[0], a) || !bytes.Equal(frames[1], b) {
 			t.Fatalf("round trip of %q, %q: frames %q, rest %q, err %v", a, b, frames, rest, err)
+		}
+	})
+}
+
+// lengthFieldSizes maps the fuzzer's size byte to a LengthField.Size (0
+// stands for the default, 4).
+var lengthFieldSizes = [...]int{0, 1, 2, 4, 8}
+
+// lengthFieldModel is the reference model of LengthField.Decode, written
+// the plain way: encoding/binary reads the field and math/big does the
+// arithmetic, so no size can overflow. It returns the frame's bounds in
+// data, or need (more input), or the error class.
+func lengthFieldModel(c LengthField, data []byte) (start, end int, need bool, err error) {
+	size := c.Size
+	if size == 0 {
+		size = 4
+	}
+	hdr := c.Offset + size
+	if len(data) < hdr {
+		return 0, 0, true, nil
+	}
+	f := data[c.Offset:hdr]
+	var order binary.ByteOrder = binary.BigEndian
+	if c.LittleEndian {
+		order = binary.LittleEndian
+	}
+	var v uint64
+	switch size {
+	case 1:
+		v = uint64(f[0])
+	case 2:
+		v = uint64(order.Uint16(f))
+	case 4:
+		v = uint64(order.Uint32(f))
+	case 8:
+		v = order.Uint64(f)
+	}
+	body := new(big.Int).SetUint64(v)
+	body.Add(body, big.NewInt(int64(c.Adjustment)))
+	if c.IncludesHeader {
+		body.Sub(body, big.NewInt(int64(hdr)))
+	}
+	if body.Sign() < 0 {
+		return 0, 0, false, ErrMalformed
+	}
+	frame := new(big.Int).Set(body)
+	if c.KeepHeader {
+		frame.Add(frame, big.NewInt(int64(hdr)))
+	}
+	if frame.Cmp(big.NewInt(int64(maxFrame(c.MaxFrameBytes)))) > 0 {
+		return 0, 0, false, ErrFrameTooLarge
+	}
+	if big.NewInt(int64(len(data)-hdr)).Cmp(body) < 0 {
+		return 0, 0, true, nil
+	}
+	end = hdr + int(body.Int64())
+	if !c.KeepHeader {
+		start = hdr
+	}
+	return start, end, false, nil
+}
+
+// checkLengthFieldEncode encodes frame with c.AppendFrame and, when c
+// accepts it, decodes it back: one frame, all of the wire, the same bytes
+// (with KeepHeader, the frame's own prefix and body around the length
+// field c wrote). A refusal must be typed.
+func checkLengthFieldEncode(t *testing.T, c LengthField, frame []byte) {
+	t.Helper()
+	wire, err := c.AppendFrame(nil, frame)
+	if err != nil {
+		if !errors.Is(err, ErrFrameTooLarge) && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%+v: AppendFrame(%x): untyped error %v", c, frame, err)
+		}
+		return
+	}
+	got, n, derr := c.Decode(wire)
+	want := frame
+	if c.KeepHeader {
+		hdr := c.HeaderBytes()
+		if !bytes.Equal(wire[:c.Offset], frame[:c.Offset]) || !bytes.Equal(wire[hdr:], frame[hdr:]) {
+			t.Fatalf("%+v: AppendFrame(%x) = %x changed more than the length field", c, frame, wire)
+		}
+		want = wire
+	}
+	if derr != nil || n != len(wire) || !bytes.Equal(got, want) {
+		t.Fatalf("%+v: Decode(AppendFrame(%x) = %x) = %x, %d, %v", c, frame, wire, got, n, derr)
+	}
+}
+
+// FuzzLengthField compares LengthField.Decode with lengthFieldModel over
+// every configuration the fuzzer picks, and checks that a decoded frame
+// re-encodes to its wire bytes, that its proper prefixes need more, and
+// that data encoded as a frame decodes back.
+func FuzzLengthField(f *testing.F) {
+	f.Add([]byte{0, 2, 'h', 'i'}, uint8(0), uint8(2), false, false, false, int16(0), uint16(0))
+	f.Add([]byte{7, 5, 0, 'a', 'b', 'c'}, uint8(1), uint8(2), true, true, true, int16(0), uint16(16))
+	f.Add([]byte{1, 'a', 'c', 'k'}, uint8(0), uint8(1), false, false, false, int16(2), uint16(3))
+	f.Fuzz(func(t *testing.T, data []byte, offset, size uint8, little, incl, keep bool, adj int16, max uint16) {
+		c := LengthField{Offset: int(offset % 16), Size: lengthFieldSizes[int(size)%len(lengthFieldSizes)],
+			LittleEndian: little, IncludesHeader: incl, KeepHeader: keep, Adjustment: int(adj), MaxFrameBytes: int(max)}
+		checkLengthFieldEncode(t, c, data)
+		frame, n, err := c.Decode(data)
+		checkDecodeShape(t, data, frame, n, err)
+
+		start, end, need, merr := lengthFieldModel(c, data)
+		switch {
+		case merr != nil:
+			if !errors.Is(err, merr) {
+				t.Fatalf("%+v on %x: err = %v; model says %v", c, data, err, merr)
+			}
+		case need:
+			if n != 0 || err != nil {
+				t.Fatalf("%+v on %x: n = %d, err = %v; model needs more", c, data, n, err)
+			}
+		default:
+			if err != nil || n != end || !bytes.Equal(frame, data[start:end]) {
+				t.Fatalf("%+v on %x: %x, n = %d, err = %v; model [%d:%d]", c, data, frame, n, err, start, end)
+			}
+			if _, pn, perr := c.Decode(data[:n-1]); n > 0 && (pn != 0 || perr != nil) {
+				t.Fatalf("proper prefix of a valid frame: n = %d, err = %v", pn, perr)
+			}
+			enc, eerr := c.AppendFrame(nil, frame)
+			wire := data[:n]
+			if !c.KeepHeader {
+				// The bytes before the field are not in the frame: encoded as zeros.
+				if eerr == nil && !bytes.Equal(enc[:c.Offset], make([]byte, c.Offset)) {
+					t.Fatalf("%+v: prefix encoded as %x", c, enc[:c.Offset])
+				}
+				enc, wire = enc[min(c.Offset, len(enc)):], wire[c.Offset:]
+			}
+			if eerr != nil || !bytes.Equal(enc, wire) {
+				t.Fatalf("%+v: re-encode %x (%v) != %x", c, enc, eerr, wire)
+			}
 		}
 	})
 }

@@ -106,7 +106,8 @@ func TestRejectZeroAllocs(t *testing.T) {
 	}
 	dst := make([]byte, 0, 512)
 	for _, rj := range []protocol.Rejecter{protocol.LengthPrefixed{}, protocol.LengthPrefixed{Header: protocol.Uvarint},
-		protocol.Delimited{}, resp.Codec{}, envelope.Codec{}, http1.Codec{}} {
+		protocol.Delimited{}, protocol.LengthField{Size: 2}, protocol.LengthField{Offset: 3, Size: 8, KeepHeader: true},
+		resp.Codec{}, envelope.Codec{}, http1.Codec{}} {
 		if a := testing.AllocsPerRun(200, func() { dst = rj.AppendReject(dst[:0], nil, "codel", time.Second) }); a != 0 {
 			t.Errorf("%T: %.1f allocations per reject, want 0", rj, a)
 		}

@@ -4,23 +4,22 @@
 // load it.
 //
 // It owns:
-//   - Handler: a server.Handler that answers every request the engine
-//     decodes, in order (keep-alive, pipelining), honours
-//     "Connection: close" and HTTP/1.0's default close, answers malformed
-//     input with the http1 status (400, 411, 413, 414, 417, 431, 505) and
-//     closes, and writes Date from a DateCache with the clock read once per
-//     read batch. Respond is its transport-free core. Nothing on the steady
-//     path allocates.
-//   - Codec: http1.Codec for the engine, with a fast framing pass (the
-//     handler's strict parse is the authority, so requests are parsed once,
-//     not twice), framing errors passed through to the handler so the
-//     client gets a status instead of a silent close, and AppendReject
-//     (protocol.Rejecter): admission refusals become 429 Too Many Requests
-//     (tenant over quota) or 503 Service Unavailable, with Retry-After.
+//   - Handler: a server.Handler over an http1.Server with the two routes.
+//     http1.Server answers every request the engine decodes, in order
+//     (keep-alive, pipelining), honours "Connection: close" and HTTP/1.0's
+//     default close, answers malformed input with the http1 status (400,
+//     411, 413, 414, 417, 431, 505) and closes, and writes Date with the
+//     clock read once per read batch; the handler adds a once-a-second
+//     cache of the hello response. Respond is its transport-free core.
+//     Nothing on the steady path allocates.
+//   - Codec: http1.ServerCodec (fast framing checked by the strict parse,
+//     framing errors passed through, refusals answered with 429 or 503 and
+//     Retry-After) with a 64 KiB default body limit, since the echo route
+//     queues the body again as its response.
 //
-// It refuses to own HTTP syntax and response encoding (protocol/http1), the
-// event loop and budgets (server), admission policy (admission), routing
-// beyond its two paths, TLS and HTTP/2.
+// It refuses to own HTTP syntax, response encoding and the server codec
+// (protocol/http1), the event loop and budgets (server), admission policy
+// (admission), routing beyond its two paths, TLS and HTTP/2.
 //
 // Usage sketch (what cmd/echo does):
 //

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicenet/sluice/protocol/http1"
 	"github.com/sluicenet/sluice/server"
 )
 
@@ -84,7 +85,7 @@ func expectEOF(t *testing.T, c net.Conn, what string) {
 // responses to the requests complete in the first part are read before the
 // second part is sent, so the engine really sees the split.
 func TestEngineSplitEveryByte(t *testing.T) {
-	codec := Codec{Clock: fixedClock}
+	codec := Codec{http1.ServerCodec{Clock: fixedClock}}
 	e := startEngine(t, codec, nil)
 	c := dial(t, e)
 	h := NewHandler(codec)
@@ -105,7 +106,7 @@ func TestEngineSplitEveryByte(t *testing.T) {
 // TestEngineClose: "Connection: close" and HTTP/1.0 close the connection
 // after their response; pipelined requests behind them get no answer.
 func TestEngineClose(t *testing.T) {
-	codec := Codec{Clock: fixedClock}
+	codec := Codec{http1.ServerCodec{Clock: fixedClock}}
 	e := startEngine(t, codec, nil)
 	for _, tc := range []struct{ name, in, want string }{
 		{"Connection: close", wrkRequest + respondCases[12].in + wrkRequest, respondCases[0].want + respondCases[12].want},
@@ -222,7 +223,7 @@ func TestEngineReject(t *testing.T) {
 	for _, tc := range []struct {
 		reason, status string
 	}{{"tenant", "429 Too Many Requests"}, {"codel", "503 Service Unavailable"}} {
-		codec := Codec{Clock: fixedClock}
+		codec := Codec{http1.ServerCodec{Clock: fixedClock}}
 		e := startEngine(t, codec, server.AdmitFunc((&rejectEveryOther{reason: tc.reason}).AdmitFrame))
 		c := dial(t, e)
 		if _, err := c.Write([]byte(strings.Repeat(wrkRequest, 4))); err != nil {
@@ -269,7 +270,7 @@ func TestEngineZeroAllocs(t *testing.T) {
 // about once per read, far less than once per request.
 func TestEngineClockPerBatch(t *testing.T) {
 	var reads atomic.Int64
-	codec := Codec{Clock: func() time.Time { reads.Add(1); return time.Now() }}
+	codec := Codec{http1.ServerCodec{Clock: func() time.Time { reads.Add(1); return time.Now() }}}
 	e := startEngine(t, codec, nil)
 	c := dial(t, e)
 	const depth, rounds = 16, 50

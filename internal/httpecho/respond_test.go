@@ -75,13 +75,13 @@ var respondCases = []struct {
 	{"body too large", "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 65537\r\n\r\n",
 		resp("413 Content Too Large", "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 18\r\nConnection: close\r\n", "Content Too Large\n"), true, http1.ErrBodyTooLarge},
 	{"framing mismatch", "GET / HTTP/1.1\r\nHost: h\r\n\r\nGET",
-		resp("400 Bad Request", "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 12\r\nConnection: close\r\n", "Bad Request\n"), true, ErrFramingMismatch},
+		resp("400 Bad Request", "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 12\r\nConnection: close\r\n", "Bad Request\n"), true, http1.ErrFramingMismatch},
 }
 
 // TestRespond pins every route and error response byte for byte through
 // the transport-free core.
 func TestRespond(t *testing.T) {
-	h := NewHandler(Codec{Clock: fixedClock})
+	h := NewHandler(Codec{http1.ServerCodec{Clock: fixedClock}})
 	for i, tc := range respondCases {
 		out, closeAfter, cause := h.Respond(nil, []byte(tc.in), t0)
 		if string(out) != tc.want {
@@ -165,7 +165,7 @@ func TestHelloCache(t *testing.T) {
 func BenchmarkServe(b *testing.B) {
 	in := []byte(strings.Repeat(wrkRequest, 16))
 	h := NewHandler(Codec{})
-	strict := Codec{}.limited()
+	strict := Codec{}.Server().Codec
 	for _, bc := range []struct {
 		name   string
 		decode func([]byte) ([]byte, int, error)

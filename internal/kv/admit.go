@@ -17,7 +17,7 @@ import (
 // no memory budget (kv's Store has its own bounds).
 //
 // Frames the handler will refuse anyway (an envelope that does not parse,
-// the whole-buffer frame RESPCodec passes on a framing error) are admitted
+// the whole-buffer frame resp.ServerCodec passes on a framing error) are admitted
 // uncharged, so the handler answers them and, for RESP, closes the
 // connection instead of leaving it out of step.
 func TenantPolicy(limiter *admission.TenantLimiter, env bool) (server.AdmissionPolicy, error) {
@@ -61,7 +61,7 @@ func admissionPriority(p envelope.Priority) admission.Priority {
 }
 
 // classifyRESP admits a frame that is not one whole RESP command (a
-// framing error RESPCodec passed through) uncharged.
+// framing error resp.ServerCodec passed through) uncharged.
 func classifyRESP(_ *server.Conn, frame []byte, f *admission.Frame) {
 	if _, n, err := (resp.Codec{}).Decode(frame); err != nil || n != len(frame) {
 		f.Tenant = nil

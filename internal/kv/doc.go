@@ -17,10 +17,11 @@
 //     idempotency store) in a bounded worker pool that answers through
 //     Conn.Write; deadlines checked before work starts; idempotent replay,
 //     conflicts and mismatches through an admission.Store.
-//   - RESPCodec: resp.Codec with framing errors passed through to the
-//     handler (which answers them as redis does); admission refusals reach
-//     the client through the protocol packages' rejecters as "-ERR/-BUSY
-//     ... retry in N ms" or an envelope reject with status and retry-after.
+//   - The engine's codecs are the public resp.ServerCodec (framing errors
+//     passed through to the handler, which answers them as redis does) and
+//     envelope.Codec; admission refusals reach the client through their
+//     rejecters as "-ERR/-BUSY ... retry in N ms" or an envelope reject
+//     with status and retry-after.
 //   - TenantPolicy: the engine's admission policy over an
 //     admission.TenantLimiter.
 //   - Start/Server: the wiring cmd/kv runs, reused by the tests.
@@ -48,6 +49,6 @@
 //	store, _ := kv.NewStore(kv.Config{})
 //	codec := resp.Codec{}
 //	h := kv.NewRESPHandler(store, codec, nil)
-//	e, _ := server.New(server.Config{Codec: kv.RESPCodec{Codec: codec}}, h)
+//	e, _ := server.New(server.Config{Codec: resp.ServerCodec{Codec: codec}}, h)
 //	h.SetEngine(e)
 package kv

@@ -12,7 +12,7 @@ import (
 )
 
 // FuzzRESPServe feeds a byte stream through what the engine and
-// RESPHandler do with it (RESPCodec framing, Parse, Exec, the protocol
+// RESPHandler do with it (resp.ServerCodec framing and Parse, Exec, the protocol
 // error path) with a small store, and checks that every reply is
 // well-formed RESP and that each command got exactly one.
 func FuzzRESPServe(f *testing.F) {
@@ -22,24 +22,21 @@ func FuzzRESPServe(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h := NewRESPHandler(newTestStore(t, Config{Shards: 1, MaxKeys: 16, MaxValueBytes: 64, MaxBytes: 4096}),
 			resp.Codec{MaxBulkBytes: 256, MaxArgs: 64}, nil)
-		codec := RESPCodec{h.codec}
+		codec := resp.ServerCodec{Codec: h.codec}
 		buf := bytes.Clone(data)
 		var out []byte
 		want := 0
 		for len(buf) > 0 {
 			frame, n, err := codec.Decode(buf)
 			if err != nil || n > len(buf) {
-				t.Fatalf("RESPCodec.Decode: n=%d err=%v", n, err)
+				t.Fatalf("ServerCodec.Decode: n=%d err=%v", n, err)
 			}
 			if n == 0 {
 				break // incomplete: the engine waits for more
 			}
 			buf = buf[n:]
-			args, err := resp.Parse(frame, nil)
+			args, err := codec.Parse(frame, nil)
 			if err != nil {
-				if _, _, derr := h.codec.Decode(frame); derr != nil {
-					err = derr
-				}
 				out = resp.AppendProtocolError(out, err)
 				want++
 				break // the connection closes

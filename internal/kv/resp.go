@@ -45,7 +45,7 @@ type RESPHandler struct {
 }
 
 // NewRESPHandler returns a handler over store. codec must be the Codec the
-// engine frames with (inside RESPCodec), so a framing error can be named in
+// engine frames with (inside resp.ServerCodec), so a framing error can be named in
 // the reply. clock is the wall clock for expiry; nil means time.Now.
 func NewRESPHandler(store *Store, codec resp.Codec, clock func() time.Time) *RESPHandler {
 	if clock == nil {
@@ -73,7 +73,7 @@ func (h *RESPHandler) OnOpen(c *server.Conn) server.Action {
 }
 
 // OnFrame runs one command and queues its reply. A frame that does not
-// parse (RESPCodec passes framing errors through as frames) is answered
+// parse (resp.ServerCodec passes framing errors through as frames) is answered
 // with redis's "-ERR Protocol error: ..." and closes the connection; a
 // reply that does not fit the out-queue closes it with ErrQueueFull.
 func (h *RESPHandler) OnFrame(c *server.Conn, frame []byte) server.Action {
@@ -82,11 +82,8 @@ func (h *RESPHandler) OnFrame(c *server.Conn, frame []byte) server.Action {
 		st = &respConn{}
 		c.SetContext(st)
 	}
-	args, err := resp.Parse(frame, st.args[:0])
+	args, err := resp.ServerCodec{Codec: h.codec}.Parse(frame, st.args[:0])
 	if err != nil {
-		if _, _, derr := h.codec.Decode(frame); derr != nil {
-			err = derr
-		}
 		_ = c.Write(resp.AppendProtocolError(st.out[:0], err))
 		_ = c.CloseWithError(err)
 		return server.None

@@ -323,7 +323,7 @@ func BenchmarkRESPPipeline(b *testing.B) {
 		in = append(in, cmd("SET", "key:000000000000", "xxx")...)
 		in = append(in, cmd("GET", "key:000000000000")...)
 	}
-	codec := RESPCodec{}
+	codec := resp.ServerCodec{}
 	args := make([][]byte, 0, 8)
 	out := make([]byte, 0, 1024)
 	b.SetBytes(int64(len(in)))

@@ -123,7 +123,7 @@ func Start(opts Options) (*Server, error) {
 	case "", ProtoRESP:
 		setDefault(&cfg.Addr, DefaultRESPAddr)
 		codec := resp.Codec{MaxBulkBytes: respMaxBulkBytes, MaxCommandBytes: respMaxCommandBytes}
-		cfg.Codec = RESPCodec{codec}
+		cfg.Codec = resp.ServerCodec{Codec: codec}
 		s.RESP = NewRESPHandler(store, codec, nil)
 		h = s.RESP
 	case ProtoEnvelope:

@@ -7,10 +7,17 @@
 // Request whose fields alias the frame (Parse, or DecodeRequest for both in
 // one pass), and writing responses into a caller's buffer (AppendResponse,
 // Request.AppendResponse, AppendError, AppendDecodeError, AppendRetryAfter)
-// with a once-per-second Date value (DateCache). Pipelined requests decode one per call. Nothing on the
+// with a once-per-second Date value (DateCache). Pipelined requests decode
+// one per call. For a server engine it owns the serving side too:
+// ServerCodec (a fast framing pass the strict parse checks, framing errors
+// passed through so the client gets a status, refusals answered with 429
+// or 503 and Retry-After) and Server (one response per request through a
+// Route, the close rules, Date with the clock read once per read batch),
+// which a server.Handler calls from OnFrame (see Server). Nothing on the
 // steady path allocates.
 //
-// It refuses to own routing, connections, timeouts, TLS and policy, and it
+// It refuses to own routing (a Route is the caller's), connections,
+// timeouts, TLS and policy, and it
 // deliberately leaves out chunked request bodies (refused with 411),
 // Expect: 100-continue (refused with 417, because a stateless codec cannot
 // send the interim response), trailers, upgrades, HTTP/2 and the client

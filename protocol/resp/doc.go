@@ -7,7 +7,10 @@
 // splitting a frame into arguments (Parse, DecodeCommand), encoding replies
 // (AppendSimpleString, AppendError, AppendInt, AppendBulk, AppendNullBulk,
 // AppendArrayHeader, AppendNullArray, AppendProtocolError) and the small
-// helpers a command table needs (EqualFold, ParseInt). Frames and arguments
+// helpers a command table needs (EqualFold, ParseInt). For a server engine,
+// ServerCodec passes framing errors through to the handler so that it can
+// answer "-ERR Protocol error" as redis-server does, and its Parse names
+// the framing error. Frames and arguments
 // alias the caller's read buffer and replies are appended to the caller's
 // write buffer, so the steady path allocates nothing.
 //

@@ -1,11 +1,9 @@
-package httpecho
+package http1
 
 import (
 	"sync"
 	"time"
 	"unsafe"
-
-	"github.com/sluicenet/sluice/protocol/http1"
 )
 
 // Scratch space sizes.
@@ -14,32 +12,29 @@ const (
 	// with its head is about 130 bytes.
 	initOutBytes = 512
 	// keepOutBytes bounds the response buffer kept for reuse; one that grew
-	// past it (a large echoed body) is dropped, so a burst of large bodies
-	// does not pin memory.
+	// past it (a large body) is dropped, so a burst of large responses does
+	// not pin memory.
 	keepOutBytes = 64 << 10
 	// maxClockReuse bounds how many consecutive frames may share one clock
 	// reading (see scratch.clock).
 	maxClockReuse = 1024
 )
 
-// scratch is the per-request working space: a Request (about 3 KiB), the
-// response buffer, the Date cache and the clock reading of the current read
-// batch. It is pooled rather than kept per connection so that an idle
-// connection holds none of it; sync.Pool keeps one per P, which under the
-// engine (one loop goroutine per locked thread) means in practice one per
-// loop, reused without contention.
+// scratch is the per-request working space of Server and
+// ServerCodec.AppendReject: a Request (about 3 KiB), the response buffer,
+// the Date cache and the clock reading of the current read batch. It is
+// pooled rather than kept per connection so that an idle connection holds
+// none of it; sync.Pool keeps one per P, which under the engine (one loop
+// goroutine per locked thread) means in practice one per loop, reused
+// without contention.
 type scratch struct {
-	req   http1.Request
+	req   Request
 	out   []byte
-	dates http1.DateCache
-
-	helloResp []byte // the keep-alive HTTP/1.1 response to GET /, for helloSec
-	helloSec  int64
+	dates DateCache
 
 	now     time.Time
 	lastEnd uintptr // address just past the previous frame
 	reuse   int     // frames that used now since it was read
-	reads   uint64  // clock readings, for tests
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -63,7 +58,7 @@ func putScratch(s *scratch) {
 // else begins a new batch and reads the clock. A coincidental match (a new
 // buffer starting exactly where the last frame ended) would reuse a stale
 // reading, so a reading serves at most maxClockReuse frames. Read once per
-// batch, the Date header is at most one batch late, far under its one-second
+// batch, the Date field is at most one batch late, far under its one-second
 // resolution.
 func (s *scratch) clock(frame []byte, clock func() time.Time) time.Time {
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(frame)))
@@ -74,21 +69,8 @@ func (s *scratch) clock(frame []byte, clock func() time.Time) time.Time {
 			s.now = clock()
 		}
 		s.reuse = 0
-		s.reads++
 	}
 	s.reuse++
 	s.lastEnd = start + uintptr(len(frame))
 	return s.now
-}
-
-// hello returns the response to a keep-alive HTTP/1.1 GET / (req) at now,
-// whose Date value is date: it depends on nothing but the second, so it is
-// built once a second and copied whole for every other request, sparing the
-// hot route the header formatting.
-func (s *scratch) hello(req *http1.Request, now time.Time, date []byte) []byte {
-	if sec := now.Unix(); sec != s.helloSec || len(s.helloResp) == 0 {
-		s.helloResp = req.AppendResponse(s.helloResp[:0], 200, HelloContentType, helloBody, date)
-		s.helloSec = sec
-	}
-	return s.helloResp
 }

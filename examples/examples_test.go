@@ -1,0 +1,158 @@
+// Package examples holds no code of its own: its test builds every example
+// program, runs each on loopback, checks one exchange with it and stops it
+// by its pid (make examples).
+package examples
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testTimeout bounds each example's whole run: start, exchange, stop.
+const testTimeout = 20 * time.Second
+
+// buildExamples builds every example's binary into a temporary directory.
+func buildExamples(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// startExample runs bin on a free loopback port and returns its address,
+// read from its "listening on HOST:PORT" line, and a stop function that
+// sends SIGTERM to its pid and waits for a clean exit.
+func startExample(t *testing.T, bin string, args ...string) (addr string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		defer cancel()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Errorf("%s: SIGTERM to pid %d: %v", filepath.Base(bin), cmd.Process.Pid, err)
+		}
+		go func() { _, _ = io.Copy(io.Discard, out) }() // drain stdout until exit
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("%s: exit after SIGTERM: %v\n%s", filepath.Base(bin), err, stderr.String())
+		}
+	}
+	t.Cleanup(stop)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if err != nil || !ok {
+		t.Fatalf("%s: first line %q (%v); stderr:\n%s", filepath.Base(bin), line, err, stderr.String())
+	}
+	return addr, stop
+}
+
+// exchange dials addr, writes req and reads until want has arrived.
+func exchange(t *testing.T, addr string, req []byte, want string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != want {
+		t.Fatalf("%s: got %q (%v), want %q", addr, got, err, want)
+	}
+}
+
+// frame16 is a binproto request: a 2-byte big-endian length, then body.
+func frame16(body string) []byte {
+	return append(binary.BigEndian.AppendUint16(nil, uint16(len(body))), body...)
+}
+
+func TestExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs every example")
+	}
+	dir := buildExamples(t)
+	servers := []struct {
+		name string
+		req  []byte
+		want string
+	}{
+		{"echo", []byte("hello"), "hello"},
+		{"binproto", append(append(append(frame16("Nusers"), frame16("Sada=1")...), frame16("Gada")...), frame16("Gbob")...),
+			string(frame16("+OK")) + string(frame16("+OK")) + string(frame16("+1")) + string(frame16("-missing"))},
+		{"kv", []byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\nGET k\r\nPING\r\n"), "+OK\r\n$1\r\nv\r\n+PONG\r\n"},
+		{"pool", []byte("alpha\n"), "alpha=value\n"}, // replies to several lines may come in any order
+		{"admission", []byte("a\nb\nc\n"), "ok\nok\n-REJECT tenant "},
+	}
+	for _, s := range servers {
+		t.Run(s.name, func(t *testing.T) {
+			args := []string{}
+			if s.name == "admission" {
+				args = []string{"-rate", "1", "-burst", "2"}
+			}
+			addr, stop := startExample(t, filepath.Join(dir, s.name), args...)
+			exchange(t, addr, s.req, s.want)
+			stop()
+		})
+	}
+	t.Run("http", func(t *testing.T) {
+		addr, stop := startExample(t, filepath.Join(dir, "http"))
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := hc.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || string(body) != "Hello, World!\n" {
+			t.Fatalf("GET /: %d %q %v", resp.StatusCode, body, err)
+		}
+		stop()
+	})
+	t.Run("envclient", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, filepath.Join(dir, "envclient")).CombinedOutput()
+		want := "INCR key=call-1 -> 1 (attempts 2, replayed false)\n" +
+			"INCR key=call-2 -> 2 (attempts 2, replayed false)\n" +
+			"INCR key=call-1 -> 1 (attempts 1, replayed true)\n"
+		if err != nil || string(out) != want {
+			t.Fatalf("envclient: %v\n%s\nwant\n%s", err, out, want)
+		}
+	})
+}
