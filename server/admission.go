@@ -132,15 +132,17 @@ type AdmissionPolicy struct {
 	// adaptive timeout of Facebook's request queues with CoDel as its
 	// detector: the loop keeps an average of its handlers' service time per
 	// frame S (one more clock read per frame) and sets a short cap C =
-	// 4·S, at least 1 ms and at most 1 s, and a long cap L = max(8·C,
-	// C + 2·RejectFlushDelay). The loop's CoDel, with its target kept at
-	// C/2, says whether the loop had a standing queue over its last
-	// interval (its queue was not empty recently). While it had, a normal
-	// frame that waited more than C is refused (reason "codel"), a
-	// best-effort one more than C/2, a critical one more than L; otherwise
-	// any frame that waited more than L is refused (reason "queue"), so a
-	// burst on an idle server is served. docs/OVERLOAD.md has the
-	// measurements and the reasoning.
+	// 4·S, at least 1.5 ms and at most 1 s, and a long cap L = max(8·C,
+	// C + 2·RejectFlushDelay). While the loop has not been idle (asleep in
+	// epoll_wait for at least C/2) for max(100 ms, 5·C) — its queue has
+	// not been empty recently — a normal frame that waited more than C is
+	// refused (reason "codel"), a best-effort one more than C/2, a
+	// critical one more than L; otherwise any frame that waited more than
+	// L is refused (reason "queue"), so a burst on an idle server is
+	// served. The loop's CoDel then only observes (its target kept at
+	// C/2) for the Admitter's overload signal. Without a tenant quota,
+	// tenants also get max-min fair shares while the loop sheds (reason
+	// "fair"). docs/OVERLOAD.md has the measurements and the reasoning.
 	//
 	// A positive value is a fixed cap for every frame whatever CoDel says
 	// (reason "queue"); CoDel then refuses frames that waited more than

@@ -17,7 +17,7 @@ import (
 )
 
 // TestDerivedCapsByPriority: with MaxQueueDelay zero the stage derives its
-// caps from the service time (C = 4·S in [1 ms, 1 s], L = max(8·C,
+// caps from the service time (C = 4·S in [1.5 ms, 1 s], L = max(8·C,
 // C + 2·RejectFlushDelay), CoDel's target C/2), applies L to every frame
 // until the loop has not slept for autoBusyNanos (a standing queue), and
 // then C to normal frames, C/2 to best-effort ones and L to critical ones. A fixed MaxQueueDelay and Off
@@ -45,11 +45,11 @@ func TestDerivedCapsByPriority(t *testing.T) {
 			t.Errorf("%v: cap %v (%v), want %v (%v)", p, time.Duration(got), r, time.Duration(want), wantReason)
 		}
 	}
-	// No measurement yet: C is the 1 ms floor, L = C + 2 × 10 ms.
-	if s.capShort != ms || s.capLong != 21*ms || s.overloaded() {
+	// No measurement yet: C is the floor, L = C + 2 × 10 ms.
+	if s.capShort != autoMinCapNanos || s.capLong != autoMinCapNanos+20*ms || s.overloaded() {
 		t.Fatalf("initial caps C %v L %v overloaded %v", time.Duration(s.capShort), time.Duration(s.capLong), s.overloaded())
 	}
-	check(admission.PriorityNormal, 21*ms, admission.ReasonQueue)
+	check(admission.PriorityNormal, autoMinCapNanos+20*ms, admission.ReasonQueue)
 	// Handlers now take 2 ms: C follows to 8 ms, L to 64 ms.
 	for i := 0; i < 200; i++ {
 		s.admitAt = s.l.e.clock() - 2*ms
@@ -60,7 +60,7 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	}
 	// The loop has not slept for longer than autoBusyNanos: a standing queue.
 	s.l.now = s.l.e.clock()
-	s.idleAt = s.l.now - autoBusyNanos - 1
+	s.idleAt = s.l.now - max(autoBusyNanos, autoBusyPerCap*s.capShort) - 1
 	if !s.overloaded() {
 		t.Fatal("a loop busy for longer than autoBusyNanos not judged overloaded")
 	}
@@ -73,8 +73,8 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		s.admitAt = s.l.e.clock()
 		s.afterFrame()
 	}
-	if s.capShort != ms {
-		t.Fatalf("after fast handlers C %v, want the 1 ms floor", time.Duration(s.capShort))
+	if s.capShort != autoMinCapNanos {
+		t.Fatalf("after fast handlers C %v, want the floor", time.Duration(s.capShort))
 	}
 
 	fixed := newLoopStage(AdmissionPolicy{Admitter: codel(), MaxQueueDelay: 3 * time.Millisecond})
@@ -195,8 +195,8 @@ func TestDerivedCapFollowsSlowdown(t *testing.T) {
 	if fast.refused != 0 || fast.served != 200 {
 		t.Fatalf("closed loop at 100 µs: served %d refused %d %v, want every request served", fast.served, fast.refused, fast.reasons)
 	}
-	if svcFast <= 0 || capFast != min(max(4*svcFast, time.Millisecond), time.Second) {
-		t.Fatalf("cap %v for service time %v, want 4× it in [1ms, 1s]", capFast, svcFast)
+	if svcFast <= 0 || capFast != min(max(4*svcFast, time.Duration(autoMinCapNanos)), time.Second) {
+		t.Fatalf("cap %v for service time %v, want 4× it in [%v, 1s]", capFast, svcFast, time.Duration(autoMinCapNanos))
 	}
 
 	work.Store(int64(10 * time.Millisecond))
@@ -382,8 +382,8 @@ func TestPoolDerivedCoDel(t *testing.T) {
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
 		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512,
 			CoDel: &admission.CoDelConfig{Interval: 20 * time.Millisecond}}}, newTestHandler())
-	if c, _ := e.pool.derived(); c != time.Millisecond {
-		t.Fatalf("cap before any measurement %v, want the 1 ms floor", c)
+	if c, _ := e.pool.derived(); c != time.Duration(autoMinCapNanos) {
+		t.Fatalf("cap before any measurement %v, want the floor", c)
 	}
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(20 * time.Second))

@@ -68,6 +68,7 @@ type pacing struct {
 	slept           bool  // this turn's wait slept in epoll_wait
 	yieldAt         int64 // loop clock of the last yield
 	sleptSinceYield bool  // a wait slept since then
+	turnEnd         int64 // loop clock at the end of the last turn (before its wait)
 }
 
 // connQueue is an intrusive FIFO of connections, linked through one of
@@ -330,6 +331,7 @@ func (l *loop) yield(now int64) {
 // the earliest deadline, publishes counters and decides whether to exit.
 func (l *loop) controlPhase() {
 	end := l.e.clock()
+	l.pace.turnEnd = end
 	l.observeTurn(end) // the turn's one clock read besides the wait's
 	if l.pace.sleptSinceYield && end-l.pace.yieldAt >= yieldEveryNanos {
 		l.yield(end)

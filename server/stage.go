@@ -156,24 +156,31 @@ func newStage(l *loop, sc stageConfig) *stage {
 
 // The derived queueing-delay caps (AdmissionPolicy.MaxQueueDelay zero).
 const (
-	autoCapPerService    = 4                       // C = 4 × the average service time
-	autoMinCapNanos      = int64(time.Millisecond) // C's floor: turn and syscall costs dominate below it
+	autoCapPerService    = 4                              // C = 4 × the average service time
+	autoMinCapNanos      = int64(1500 * time.Microsecond) // C's floor: turn and syscall costs dominate below it
 	autoMaxCapNanos      = int64(time.Second)
 	autoLongCapFactor    = 8 // L = max(8 × C, C + 2 × RejectFlushDelay)
 	autoServiceShift     = 4 // the service time average weighs each frame 1/16
 	autoRejectFlushNanos = int64(10 * time.Millisecond)
-	// autoBusyNanos: a loop that has not slept for this long has had a
-	// standing queue (an edge-triggered loop sleeps only when every socket
-	// was drained), and sheds at the short cap.
-	autoBusyNanos = int64(100 * time.Millisecond)
+	// autoBusyNanos and autoBusyPerCap: a loop that has not been idle for
+	// max(100 ms, 5·C) has had a standing queue, and sheds at the short
+	// cap. Idle means a sleep in epoll_wait (an edge-triggered loop sleeps
+	// only when every socket was drained) of at least C/2: a loop that
+	// sheds a standing load also sleeps, between two arrivals, for much
+	// less.
+	autoBusyNanos  = int64(100 * time.Millisecond)
+	autoBusyPerCap = 5
 )
 
-// overloaded reports whether the loop has not slept for autoBusyNanos: its
-// queue (the sockets and the turn) has not been empty recently.
-func (s *stage) overloaded() bool { return s.l.now-s.idleAt > autoBusyNanos }
+// overloaded reports whether the loop has not been idle (see
+// autoBusyNanos) recently: its queue (the sockets and the turn) has not
+// been empty.
+func (s *stage) overloaded() bool {
+	return s.l.now-s.idleAt > max(autoBusyNanos, autoBusyPerCap*s.capShort)
+}
 
 // derive sets the caps and the loop CoDel's target from the average
-// service time: C = 4·S in [1 ms, 1 s], L = max(8·C, C + 2·RejectFlushDelay),
+// service time: C = 4·S in [1.5 ms, 1 s], L = max(8·C, C + 2·RejectFlushDelay),
 // CoDel's target C/2 (CoDel then only feeds the Admitter's overload signal;
 // the caps follow overloaded).
 func (s *stage) derive() {
@@ -266,7 +273,9 @@ func (s *stage) afterWait(prev int64) {
 	now := s.at(l.now)
 	if l.pace.slept {
 		s.lp.QueueEmpty(now) // the loop slept: it had no queue
-		s.idleAt = l.now
+		if l.now-l.pace.turnEnd >= s.capShort/2 {
+			s.idleAt = l.now // and not only between two arrivals of a standing load
+		}
 	}
 	s.lp.ObserveLag(now, time.Duration(lag))
 	if l.now >= s.nextTick {

@@ -82,7 +82,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 		if fs := s.fair; fs != nil {
 			fs.roll(t)
 			slot = fairSlot(f.Tenant)
-			if fs.over(slot) && t-s.since > s.capShort/2 {
+			if fs.over(slot) {
 				s.refuse(c, frame, admission.ReasonFair, time.Duration(max(fs.until-t, s.rejDelay)))
 				return false
 			}
