@@ -6,13 +6,13 @@
 //	bench render [flags]    re-render the markdown and charts of a saved report.json
 //
 // Run "bench <command> -h" for the flags of each command. make bench runs
-// "go run ./cmd/bench compare". The commands live in package bench/cli.
+// "go run ./cmd/bench compare". The commands live in package internal/lab/cli.
 package main
 
 import (
 	"os"
 
-	"github.com/sluicenet/sluice/bench/cli"
+	"github.com/sluicenet/sluice/internal/lab/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:])) }
