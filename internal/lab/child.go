@@ -63,6 +63,9 @@ type Child struct {
 	Done chan struct{}
 	// Err is what Wait returned, valid once Done is closed.
 	Err error
+	// TermIsClean makes Stop count an exit by the SIGTERM it sent as clean,
+	// for a child with no SIGTERM handler (the C peers).
+	TermIsClean bool
 }
 
 // NewChild prepares bin with args and env added to the environment, with
@@ -172,7 +175,7 @@ func (c *Child) Stop(timeout time.Duration, notes StopNotes) string {
 	select {
 	case <-c.Done:
 		var ee *exec.ExitError
-		if c.Err != nil && !(errors.As(c.Err, &ee) && ee.ExitCode() == 0) {
+		if c.Err != nil && !(errors.As(c.Err, &ee) && (ee.ExitCode() == 0 || c.TermIsClean && termSignal(ee))) {
 			return fmt.Sprintf(notes.Failed, c.Err)
 		}
 		return ""
@@ -180,6 +183,12 @@ func (c *Child) Stop(timeout time.Duration, notes StopNotes) string {
 		c.Kill()
 		return fmt.Sprintf(notes.Killed, timeout)
 	}
+}
+
+// termSignal reports whether the process ended by SIGTERM.
+func termSignal(ee *exec.ExitError) bool {
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }
 
 // Kill kills the child and waits for it.

@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +16,13 @@ const (
 	ServerGnet    = "gnet"    // internal/lab/peers gnet v2 echo
 	ServerNet     = "net"     // internal/lab/peers goroutine-per-connection echo
 	ServerTrivial = "trivial" // internal/lab/peers raw epoll echo, for the generator's ceiling
+	ServerCEpoll  = "c-epoll" // peers/epoll_echo.c: the C epoll floor
+	ServerCUring  = "c-uring" // peers/uring_echo.c: the C io_uring floor (needs liburing)
 )
+
+// knownServers lists every server a comparison can run, in the order the
+// usage text gives them.
+var knownServers = []string{ServerSluice, ServerGnet, ServerNet, ServerTrivial, ServerCEpoll, ServerCUring}
 
 // DefaultServers is the default comparison: sluice, gnet and the standard
 // library, in this order within every round.
@@ -47,6 +54,12 @@ type CompareConfig struct {
 	// processes.
 	BenchBin string   `json:"-"`
 	BenchEnv []string `json:"-"`
+	// PeersDir holds the C floor servers' sources, epoll_echo.c and
+	// uring_echo.c ("" = DefaultPeersDir relative to ModuleDir); CC is the C
+	// compiler ("" = "cc"). They are built into a temporary directory when
+	// ServerCEpoll or ServerCUring is asked for.
+	PeersDir string `json:"-"`
+	CC       string `json:"-"`
 	// Servers, in the order they alternate within a round (nil =
 	// DefaultServers).
 	Servers []string `json:"servers"`
@@ -157,11 +170,10 @@ func (c CompareConfig) withDefaults() CompareConfig {
 
 // Validate reports a comparison that cannot run.
 func (c *CompareConfig) Validate() error {
-	known := map[string]bool{ServerSluice: true, ServerGnet: true, ServerNet: true, ServerTrivial: true}
 	seen := map[string]bool{}
 	for _, s := range c.Servers {
-		if !known[s] {
-			return fmt.Errorf("%w: unknown server %q (want %s)", bench.ErrInvalidConfig, s, strings.Join([]string{ServerSluice, ServerGnet, ServerNet, ServerTrivial}, ", "))
+		if !slices.Contains(knownServers, s) {
+			return fmt.Errorf("%w: unknown server %q (want %s)", bench.ErrInvalidConfig, s, strings.Join(knownServers, ", "))
 		}
 		if seen[s] {
 			return fmt.Errorf("%w: server %q listed twice", bench.ErrInvalidConfig, s)

@@ -62,7 +62,8 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Report, error) {
 	c.rep = &Report{Started: c.started, Machine: ReadMachine(), Config: cfg, Scenarios: cfg.Scenarios}
 	needBuild := cfg.BenchBin == ""
 	for _, srv := range cfg.Servers {
-		needBuild = needBuild || srv == ServerSluice
+		_, isC := cPeers[srv]
+		needBuild = needBuild || srv == ServerSluice || isC && cfg.PeersDir == ""
 	}
 	if cfg.ModuleDir == "" && needBuild {
 		wd, err := os.Getwd()
@@ -225,6 +226,18 @@ func (c *comparison) build(ctx context.Context, dir string) error {
 				st.Available, st.Reason = false, "does not build yet: "+err.Error()
 			}
 			c.bins[srv] = bin
+		case ServerCEpoll, ServerCUring:
+			peersDir := c.cfg.PeersDir
+			if peersDir == "" {
+				peersDir = filepath.Join(c.cfg.ModuleDir, DefaultPeersDir)
+			}
+			c.done("building %s from %s", srv, peersDir)
+			bin, cmdLine, err := BuildCPeer(ctx, c.cfg.CC, srv, peersDir, dir)
+			st.Command = cmdLine + "; " + strings.TrimSuffix(cPeers[srv].source, ".c") + " PORT"
+			if err != nil {
+				st.Available, st.Reason = false, err.Error()
+			}
+			c.bins[srv] = bin
 		default:
 			c.bins[srv] = c.benchBin
 			st.Command = "cmd/bench " + strings.Join(c.serverArgs(srv), " ")
@@ -253,6 +266,9 @@ func (c *comparison) startServer(srv string) (*serverProc, error) {
 	var cpus []int
 	if !c.cfg.NoPin {
 		cpus = c.cfg.ServerCPUs
+	}
+	if _, ok := cPeers[srv]; ok {
+		return startCPeer(c.bins[srv], cpus, serverStartTimeout)
 	}
 	var env []string
 	if c.bins[srv] == c.benchBin {

@@ -22,4 +22,12 @@ var (
 	// ErrNoPeak reports an open-loop scenario whose offered rate could not be
 	// derived because its reference closed-loop scenario produced no result.
 	ErrNoPeak = errors.New("sluice: bench: no peak throughput to derive the open-loop rate from")
+
+	// ErrNoCompiler reports that the C compiler for the C floor servers is
+	// not on PATH.
+	ErrNoCompiler = errors.New("sluice: bench: no C compiler")
+
+	// ErrMissingLibrary reports a C floor server whose library headers are
+	// not installed (liburing-dev for c-uring).
+	ErrMissingLibrary = errors.New("sluice: bench: C library headers missing")
 )

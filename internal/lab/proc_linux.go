@@ -39,7 +39,12 @@ func startServer(bin string, args, env []string, procs int, cpus []int, timeout 
 	case err != nil:
 		return nil, fmt.Errorf("%w: %s printed no %q line within %v: %s", ErrServerStart, bin, listenPrefix, timeout, c.Output.String())
 	}
-	p := &serverProc{Child: c}
+	return checkPinned(&serverProc{Child: c}, bin, cpus)
+}
+
+// checkPinned reads back the CPUs of every thread of the started p and kills
+// it unless they are within cpus (none: not pinned, nothing to check).
+func checkPinned(p *serverProc, bin string, cpus []int) (*serverProc, error) {
 	if len(cpus) > 0 {
 		got, err := procstat.ProcessCPUs(p.Pid)
 		if err != nil {
