@@ -18,9 +18,11 @@
 //     its request: framed responses by order, length, sequence number and
 //     content; raw echo by byte accounting (echo servers may split and
 //     coalesce) and content.
-//   - The framings (Codec): raw bytes, a 4-byte length prefix, lines; the
-//     methods on Codec encode a request and decode and check a response for a
-//     program that speaks to a server outside Load.
+//   - The framings (Codec): raw bytes, a 4-byte length prefix, lines, RESP
+//     (ECHO commands, for redis-server and sluice's kv) and HTTP/1.1 (POST
+//     /echo with keep-alive); the methods on Codec encode a request and
+//     decode and check a response for a program that speaks to a server
+//     outside Load.
 //   - Latency histograms: one HdrHistogram per event loop, merged after the
 //     loops stop (MergeHistograms), summarised as p50/p90/p99/p99.9/max
 //     (LatencySummary).

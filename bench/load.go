@@ -84,8 +84,9 @@ func (s SizeSpec) String() string {
 type LoadConfig struct {
 	// Addr is the server's HOST:PORT.
 	Addr string `json:"addr"`
-	// Codec is the framing: raw (byte accounting), length or line (each
-	// response matched to its request by order, length and sequence number).
+	// Codec is the framing: raw (byte accounting), or length, line, RESP or
+	// HTTP (each response matched to its request by order, length, sequence
+	// number and content).
 	Codec Codec `json:"codec"`
 	// Conns is the number of connections.
 	Conns int `json:"conns"`
@@ -169,7 +170,7 @@ func (c *LoadConfig) Validate() error {
 		return fmt.Errorf("%w: rate %v", ErrInvalidConfig, c.RatePerSec)
 	case c.Workers < 0:
 		return fmt.Errorf("%w: %d workers", ErrInvalidConfig, c.Workers)
-	case c.Codec > CodecLine:
+	case c.Codec >= numCodecs:
 		return fmt.Errorf("%w: codec %v", ErrInvalidConfig, c.Codec)
 	}
 	return c.Size.Validate()
@@ -266,8 +267,9 @@ type LoadResult struct {
 	// SendLag is how late the open-loop sends were issued (the generator's own
 	// timing error).
 	SendLag *LatencySummary `json:"send_lag,omitempty"`
-	// Rejected counts requests the server refused with a reject frame
-	// ("-REJECT reason retry_after_ms") in the window: answered, but not
+	// Rejected counts requests the server refused in the window (a
+	// "-REJECT reason retry_after_ms" frame, a RESP -BUSY or sluice refusal,
+	// an HTTP 429 or 503): answered, but not
 	// goodput, so not in Msgs or Latency. Rejects splits them by reason;
 	// RejectLatency is their latency, measured like Latency.
 	Rejected       int64            `json:"rejected,omitempty"`

@@ -136,6 +136,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 	nw := min(cfg.Workers, len(fds))
 	maxWire := cfg.Codec.WireBytes(cfg.Size.Max)
+	maxResp := cfg.Codec.maxResponseBytes(cfg.Size.Max)
 	outCap := max(maxWire, min(cfg.InFlight*maxWire, maxOutBatchBytes))
 	filler := newFiller(cfg.Size.Max)
 	workers := make([]*worker, nw)
@@ -153,7 +154,7 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 			inFlight:     cfg.InFlight,
 			epfd:         epfd,
 			events:       make([]unix.EpollEvent, maxEventsPerWait),
-			rbuf:         make([]byte, readBufferBytes+maxWire),
+			rbuf:         make([]byte, readBufferBytes+maxResp),
 			filler:       filler,
 			rng:          cfg.Seed*0x9e3779b97f4a7c15 + uint64(i)*0xbf58476d1ce4e5b9 + 1,
 			lateTolNanos: int64(cfg.LateTolerance),
@@ -167,7 +168,7 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 		w := workers[i%nw]
 		c := &conn{fd: fd, q: newInflight(cfg.InFlight), out: make([]byte, 0, outCap)}
 		if cfg.Codec != CodecRaw {
-			c.tail = make([]byte, 0, maxWire)
+			c.tail = make([]byte, 0, maxResp)
 		}
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(len(w.conns))}
 		if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {

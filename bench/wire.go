@@ -26,7 +26,23 @@ const (
 	CodecLength
 	// CodecLine terminates each payload with '\n'.
 	CodecLine
+	// CodecRESP sends each payload as a RESP2 ECHO command
+	// ("*2\r\n$4\r\nECHO\r\n$N\r\n...\r\n", what redis-server and sluice's kv
+	// answer) and expects it back as a bulk string. An error reply that is a
+	// refusal ("-BUSY ...", sluice's "-ERR sluice: too many requests (reason)")
+	// counts as a reject; any other error reply fails the connection.
+	CodecRESP
+	// CodecHTTP sends each payload as the body of an HTTP/1.1 keep-alive
+	// "POST /echo" (what sluice's cmd/echo -codec http answers) and expects
+	// a 2xx response whose Content-Length body is the payload. 429 and 503
+	// count as rejects; chunked responses and other statuses fail the
+	// connection.
+	CodecHTTP
+	numCodecs
 )
+
+// codecNames are the codecs' flag names, by value.
+var codecNames = [numCodecs]string{"raw", "length", "line", "resp", "http"}
 
 // MaxMessageBytes is the largest payload the generator sends: the default
 // maximum frame of package protocol (1 MiB), so every server accepts it.
@@ -35,15 +51,10 @@ const MaxMessageBytes = 1 << 20
 // lengthHeaderBytes is the size of the CodecLength header.
 const lengthHeaderBytes = 4
 
-// String returns the codec's flag name: raw, length or line.
+// String returns the codec's flag name: raw, length, line, resp or http.
 func (c Codec) String() string {
-	switch c {
-	case CodecRaw:
-		return "raw"
-	case CodecLength:
-		return "length"
-	case CodecLine:
-		return "line"
+	if c < numCodecs {
+		return codecNames[c]
 	}
 	return "codec(" + strconv.Itoa(int(c)) + ")"
 }
@@ -61,28 +72,44 @@ func (c *Codec) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseCodec parses raw, length or line.
+// ParseCodec parses a codec's flag name: raw, length, line, resp or http.
 func ParseCodec(s string) (Codec, error) {
-	switch s {
-	case "raw":
-		return CodecRaw, nil
-	case "length":
-		return CodecLength, nil
-	case "line":
-		return CodecLine, nil
+	for i, name := range codecNames {
+		if s == name {
+			return Codec(i), nil
+		}
 	}
-	return 0, fmt.Errorf("%w: unknown codec %q (want raw, length or line)", ErrInvalidConfig, s)
+	return 0, fmt.Errorf("%w: unknown codec %q (want %s)", ErrInvalidConfig, s, strings.Join(codecNames[:], ", "))
 }
 
-// WireBytes returns the bytes on the wire for a payload of size bytes.
+// WireBytes returns the bytes on the wire of a request of size payload
+// bytes.
 func (c Codec) WireBytes(size int) int {
 	switch c {
 	case CodecLength:
 		return lengthHeaderBytes + size
 	case CodecLine:
 		return size + 1
+	case CodecRESP:
+		return len(respEchoHead) + len("$\r\n") + decimalDigits(size) + size + len("\r\n")
+	case CodecHTTP:
+		return len(httpRequestHead) + decimalDigits(size) + len("\r\n\r\n") + size
 	}
 	return size
+}
+
+// maxResponseBytes bounds the wire bytes of a response to a request of size
+// payload bytes: the request's own size for the echo framings, plus room for
+// a RESP error line or an HTTP response head. A longer response is
+// ErrMismatch.
+func (c Codec) maxResponseBytes(size int) int {
+	switch c {
+	case CodecRESP:
+		return c.WireBytes(size) + maxRESPErrorBytes
+	case CodecHTTP:
+		return size + maxHTTPHeadBytes
+	}
+	return c.WireBytes(size)
 }
 
 // seqBytes returns how many payload bytes carry the sequence number for a
@@ -90,7 +117,7 @@ func (c Codec) WireBytes(size int) int {
 // response is then matched by length and order only).
 func (c Codec) seqBytes(size int) int {
 	switch c {
-	case CodecLength:
+	case CodecLength, CodecRESP, CodecHTTP:
 		if size >= 8 {
 			return 8
 		}
@@ -100,6 +127,16 @@ func (c Codec) seqBytes(size int) int {
 		}
 	}
 	return 0
+}
+
+// decimalDigits returns the length of n (n >= 0) in decimal.
+func decimalDigits(n int) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
 }
 
 // fillerByte pads payloads; it is never '\n'.
@@ -118,11 +155,15 @@ func appendRequest(dst []byte, c Codec, seq uint64, size int, filler []byte) []b
 	switch c {
 	case CodecLength:
 		dst = binary.BigEndian.AppendUint32(dst, uint32(size))
-		if c.seqBytes(size) == 8 {
-			dst = binary.BigEndian.AppendUint64(dst, seq)
-			return append(dst, filler[:size-8]...)
-		}
-		return append(dst, filler[:size]...)
+		return appendPayload(dst, c, seq, size, filler)
+	case CodecRESP:
+		dst = append(dst, respEchoHead...)
+		return appendRESPBulk(dst, c, seq, size, filler)
+	case CodecHTTP:
+		dst = append(dst, httpRequestHead...)
+		dst = strconv.AppendInt(dst, int64(size), 10)
+		dst = append(dst, "\r\n\r\n"...)
+		return appendPayload(dst, c, seq, size, filler)
 	case CodecLine:
 		if c.seqBytes(size) == 16 {
 			for shift := 60; shift >= 0; shift -= 4 {
@@ -137,13 +178,40 @@ func appendRequest(dst []byte, c Codec, seq uint64, size int, filler []byte) []b
 	return append(dst, filler[:size]...)
 }
 
+// appendPayload appends a binary payload of size bytes: the sequence number
+// as 8 bytes big-endian when it fits, then filler.
+func appendPayload(dst []byte, c Codec, seq uint64, size int, filler []byte) []byte {
+	if c.seqBytes(size) == 8 {
+		dst = binary.BigEndian.AppendUint64(dst, seq)
+		return append(dst, filler[:size-8]...)
+	}
+	return append(dst, filler[:size]...)
+}
+
+// appendRESPBulk appends a payload as a RESP bulk string: the ECHO
+// command's argument, and its reply.
+func appendRESPBulk(dst []byte, c Codec, seq uint64, size int, filler []byte) []byte {
+	dst = append(dst, '$')
+	dst = strconv.AppendInt(dst, int64(size), 10)
+	dst = append(dst, "\r\n"...)
+	dst = appendPayload(dst, c, seq, size, filler)
+	return append(dst, "\r\n"...)
+}
+
 // nextResponse finds the first complete response frame in buf for a framed
-// codec (CodecLength or CodecLine). It returns the payload (aliasing buf), the
-// wire bytes it occupies, or n == 0 when more input is needed. A length above
-// MaxMessageBytes, or a line longer than that without a delimiter, is
-// ErrMismatch: the stream can never resynchronise.
+// codec (every codec but CodecRaw). It returns the payload (aliasing buf),
+// the wire bytes it occupies, or n == 0 when more input is needed. The
+// payload of a RESP error reply is its line with the leading '-'; that of an
+// HTTP response with a status outside 2xx is its status line (see
+// responseReject). A length above MaxMessageBytes, or a line or head longer
+// than its limit without a delimiter, is ErrMismatch: the stream can never
+// resynchronise.
 func nextResponse(c Codec, buf []byte) (payload []byte, n int, err error) {
 	switch c {
+	case CodecRESP:
+		return nextRESP(buf)
+	case CodecHTTP:
+		return nextHTTP(buf)
 	case CodecLength:
 		if len(buf) < lengthHeaderBytes {
 			return nil, 0, nil

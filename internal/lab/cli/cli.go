@@ -15,10 +15,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sluicenet/sluice/internal/loadcmd"
 )
 
 // Main runs the command named by args[0] with the rest of args as its flags,
@@ -56,6 +59,9 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "bench: unknown command %q\n", args[0])
 		usage()
 		return 2
+	}
+	if errors.Is(err, loadcmd.ErrUsage) {
+		return 2 // the flag package has printed the problem and the usage
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
