@@ -18,7 +18,8 @@
 //     its request: framed responses by order, length, sequence number and
 //     content; raw echo by byte accounting (echo servers may split and
 //     coalesce) and content.
-//   - The framings (Codec): raw bytes, a 4-byte length prefix, lines, RESP
+//   - The framings (Codec): raw bytes, a length prefix (1, 2, 4 or 8 bytes,
+//     big- or little-endian), lines, RESP
 //     (ECHO commands, for redis-server and sluice's kv) and HTTP/1.1 (POST
 //     /echo with keep-alive); the methods on Codec encode a request and
 //     decode and check a response for a program that speaks to a server

@@ -16,9 +16,9 @@ var sharedFiller = sync.OnceValue(func() []byte { return newFiller(MaxMessageByt
 
 // AppendRequest appends one request of size payload bytes carrying sequence
 // number seq (when the payload is large enough to hold it) to dst and returns
-// the extended slice. A size outside 1..MaxMessageBytes appends nothing.
+// the extended slice. A size outside 1..MaxPayloadBytes appends nothing.
 func (c Codec) AppendRequest(dst []byte, seq uint64, size int) []byte {
-	if size < 1 || size > MaxMessageBytes {
+	if size < 1 || size > c.MaxPayloadBytes() {
 		return dst
 	}
 	return appendRequest(dst, c, seq, size, sharedFiller())
@@ -43,13 +43,14 @@ func (c Codec) CheckResponse(payload []byte, seq uint64, size int) error {
 	return checkResponse(c, payload, seq, size, sharedFiller())
 }
 
-// RejectReason reports whether a response payload is a sluice reject frame
-// ("-REJECT reason retry_after_ms") rather than an echo, and its reason: one
-// of global, tenant, concurrency, queue, codel, cpu, memory, draining, or
-// "other".
+// RejectReason reports whether a response payload, as NextResponse returns
+// it, is a refusal rather than an echo, and its reason: a sluice reject frame
+// ("-REJECT reason retry_after_ms"), a RESP -BUSY or sluice error reply, an
+// HTTP 429 (reason "tenant") or 503. The reason is one of global, tenant,
+// concurrency, queue, codel, cpu, memory, draining, or "other".
 func (c Codec) RejectReason(payload []byte) (reason string, ok bool) {
-	k := rejectReason(payload)
-	if k < 0 {
+	k, err := responseReject(c, payload)
+	if err != nil || k < 0 {
 		return "", false
 	}
 	if k < len(knownReasons) {

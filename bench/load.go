@@ -84,9 +84,9 @@ func (s SizeSpec) String() string {
 type LoadConfig struct {
 	// Addr is the server's HOST:PORT.
 	Addr string `json:"addr"`
-	// Codec is the framing: raw (byte accounting), or length, line, RESP or
-	// HTTP (each response matched to its request by order, length, sequence
-	// number and content).
+	// Codec is the framing: raw (byte accounting), or a length prefix (1, 2,
+	// 4 or 8 bytes, either byte order), line, RESP or HTTP (each response
+	// matched to its request by order, length, sequence number and content).
 	Codec Codec `json:"codec"`
 	// Conns is the number of connections.
 	Conns int `json:"conns"`
@@ -172,6 +172,8 @@ func (c *LoadConfig) Validate() error {
 		return fmt.Errorf("%w: %d workers", ErrInvalidConfig, c.Workers)
 	case c.Codec >= numCodecs:
 		return fmt.Errorf("%w: codec %v", ErrInvalidConfig, c.Codec)
+	case c.Size.Max > c.Codec.MaxPayloadBytes():
+		return fmt.Errorf("%w: size %v above the %d bytes a %v length field carries", ErrInvalidConfig, c.Size, c.Codec.MaxPayloadBytes(), c.Codec)
 	}
 	return c.Size.Validate()
 }

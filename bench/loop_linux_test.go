@@ -210,7 +210,7 @@ func echoServer(t *testing.T, corrupt bool) string {
 
 func TestLoadClosedLoop(t *testing.T) {
 	addr := echoServer(t, false)
-	for _, codec := range []Codec{CodecRaw, CodecLength, CodecLine} {
+	for _, codec := range []Codec{CodecRaw, CodecLength, CodecLine, CodecLength2LE} {
 		res, err := Load(context.Background(), LoadConfig{
 			Addr: addr, Codec: codec, Conns: 8, InFlight: 4, Size: SizeSpec{Min: 16, Max: 300},
 			Warmup: 50 * time.Millisecond, Duration: 250 * time.Millisecond, Workers: 2, ServerPID: 0,

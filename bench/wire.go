@@ -13,8 +13,9 @@ import (
 // generator is the oracle for the servers under test, so it must not share the
 // code it is checking.
 
-// Codec names the wire format the generator speaks. It matches the -codec flag
-// of cmd/echo and of the peers.
+// Codec names the wire format the generator speaks. Its flag names raw,
+// length, line and http are those of cmd/echo's -codec flag; resp speaks to
+// redis-server and cmd/kv. The zero value is CodecRaw.
 type Codec uint8
 
 // The codecs.
@@ -38,18 +39,98 @@ const (
 	// count as rejects; chunked responses and other statuses fail the
 	// connection.
 	CodecHTTP
+	// CodecLength1, CodecLength2 and CodecLength8 prefix each payload with
+	// its length as 1, 2 or 8 bytes big-endian; CodecLength2LE,
+	// CodecLength4LE and CodecLength8LE as 2, 4 or 8 bytes little-endian. A
+	// 1-byte field carries payloads up to 255 bytes, a 2-byte one up to
+	// 65,535.
+	CodecLength1
+	CodecLength2
+	CodecLength8
+	CodecLength2LE
+	CodecLength4LE
+	CodecLength8LE
 	numCodecs
 )
 
 // codecNames are the codecs' flag names, by value.
-var codecNames = [numCodecs]string{"raw", "length", "line", "resp", "http"}
+var codecNames = [numCodecs]string{"raw", "length", "line", "resp", "http",
+	"length1", "length2", "length8", "length2le", "length4le", "length8le"}
+
+// lengthHeaderBytes is the size of the CodecLength header.
+const lengthHeaderBytes = 4
+
+// byteOrder reads and appends integers in one byte order
+// (binary.BigEndian, binary.LittleEndian).
+type byteOrder interface {
+	binary.ByteOrder
+	binary.AppendByteOrder
+}
+
+// lengthField returns the size in bytes and the byte order of a
+// length-prefix codec's header; fieldBytes is 0 for the other codecs.
+func (c Codec) lengthField() (fieldBytes int, order byteOrder) {
+	switch c {
+	case CodecLength:
+		return lengthHeaderBytes, binary.BigEndian
+	case CodecLength1:
+		return 1, binary.BigEndian
+	case CodecLength2:
+		return 2, binary.BigEndian
+	case CodecLength8:
+		return 8, binary.BigEndian
+	case CodecLength2LE:
+		return 2, binary.LittleEndian
+	case CodecLength4LE:
+		return 4, binary.LittleEndian
+	case CodecLength8LE:
+		return 8, binary.LittleEndian
+	}
+	return 0, nil
+}
+
+// MaxPayloadBytes returns the largest payload c can carry: MaxMessageBytes,
+// or less for a length field of 1 or 2 bytes.
+func (c Codec) MaxPayloadBytes() int {
+	switch fieldBytes, _ := c.lengthField(); fieldBytes {
+	case 1:
+		return 1<<8 - 1
+	case 2:
+		return 1<<16 - 1
+	}
+	return MaxMessageBytes
+}
+
+// appendLength appends size as a fieldBytes-byte length in order.
+func appendLength(dst []byte, fieldBytes int, order byteOrder, size int) []byte {
+	switch fieldBytes {
+	case 1:
+		return append(dst, byte(size))
+	case 2:
+		return order.AppendUint16(dst, uint16(size))
+	case 4:
+		return order.AppendUint32(dst, uint32(size))
+	}
+	return order.AppendUint64(dst, uint64(size))
+}
+
+// readLength reads a fieldBytes-byte length in order from the start of b,
+// which holds at least fieldBytes bytes.
+func readLength(b []byte, fieldBytes int, order byteOrder) uint64 {
+	switch fieldBytes {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(order.Uint16(b))
+	case 4:
+		return uint64(order.Uint32(b))
+	}
+	return order.Uint64(b)
+}
 
 // MaxMessageBytes is the largest payload the generator sends: the default
 // maximum frame of package protocol (1 MiB), so every server accepts it.
 const MaxMessageBytes = 1 << 20
-
-// lengthHeaderBytes is the size of the CodecLength header.
-const lengthHeaderBytes = 4
 
 // String returns the codec's flag name: raw, length, line, resp or http.
 func (c Codec) String() string {
@@ -85,9 +166,10 @@ func ParseCodec(s string) (Codec, error) {
 // WireBytes returns the bytes on the wire of a request of size payload
 // bytes.
 func (c Codec) WireBytes(size int) int {
+	if fieldBytes, _ := c.lengthField(); fieldBytes > 0 {
+		return fieldBytes + size
+	}
 	switch c {
-	case CodecLength:
-		return lengthHeaderBytes + size
 	case CodecLine:
 		return size + 1
 	case CodecRESP:
@@ -116,8 +198,11 @@ func (c Codec) maxResponseBytes(size int) int {
 // payload of size bytes, or 0 when the payload is too small to carry one (the
 // response is then matched by length and order only).
 func (c Codec) seqBytes(size int) int {
+	if fieldBytes, _ := c.lengthField(); fieldBytes > 0 && size >= 8 {
+		return 8
+	}
 	switch c {
-	case CodecLength, CodecRESP, CodecHTTP:
+	case CodecRESP, CodecHTTP:
 		if size >= 8 {
 			return 8
 		}
@@ -152,10 +237,11 @@ const hexDigits = "0123456789abcdef"
 // and returns the extended slice. filler must hold at least size bytes. It
 // never allocates when dst has room.
 func appendRequest(dst []byte, c Codec, seq uint64, size int, filler []byte) []byte {
-	switch c {
-	case CodecLength:
-		dst = binary.BigEndian.AppendUint32(dst, uint32(size))
+	if fieldBytes, order := c.lengthField(); fieldBytes > 0 {
+		dst = appendLength(dst, fieldBytes, order, size)
 		return appendPayload(dst, c, seq, size, filler)
+	}
+	switch c {
 	case CodecRESP:
 		dst = append(dst, respEchoHead...)
 		return appendRESPBulk(dst, c, seq, size, filler)
@@ -207,24 +293,25 @@ func appendRESPBulk(dst []byte, c Codec, seq uint64, size int, filler []byte) []
 // than its limit without a delimiter, is ErrMismatch: the stream can never
 // resynchronise.
 func nextResponse(c Codec, buf []byte) (payload []byte, n int, err error) {
+	if fieldBytes, order := c.lengthField(); fieldBytes > 0 {
+		if len(buf) < fieldBytes {
+			return nil, 0, nil
+		}
+		size := readLength(buf, fieldBytes, order)
+		if size > MaxMessageBytes {
+			return nil, 0, fmt.Errorf("%w: length header %d above %d", ErrMismatch, size, MaxMessageBytes)
+		}
+		end := fieldBytes + int(size)
+		if len(buf) < end {
+			return nil, 0, nil
+		}
+		return buf[fieldBytes:end], end, nil
+	}
 	switch c {
 	case CodecRESP:
 		return nextRESP(buf)
 	case CodecHTTP:
 		return nextHTTP(buf)
-	case CodecLength:
-		if len(buf) < lengthHeaderBytes {
-			return nil, 0, nil
-		}
-		size := binary.BigEndian.Uint32(buf)
-		if size > MaxMessageBytes {
-			return nil, 0, fmt.Errorf("%w: length header %d above %d", ErrMismatch, size, MaxMessageBytes)
-		}
-		end := lengthHeaderBytes + int(size)
-		if len(buf) < end {
-			return nil, 0, nil
-		}
-		return buf[lengthHeaderBytes:end], end, nil
 	case CodecLine:
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {

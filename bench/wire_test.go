@@ -174,7 +174,7 @@ func TestInflightFIFO(t *testing.T) {
 }
 
 func TestParseCodecAndSize(t *testing.T) {
-	for _, s := range []string{"raw", "length", "line", "resp", "http"} {
+	for _, s := range []string{"raw", "length", "line", "resp", "http", "length1", "length2", "length8", "length2le", "length4le", "length8le"} {
 		c, err := ParseCodec(s)
 		if err != nil || c.String() != s {
 			t.Fatalf("ParseCodec(%q) = %v, %v", s, c, err)

@@ -1,6 +1,6 @@
 // Command sluiceload is wrk for binary protocols: a load generator for any
-// TCP server that echoes, with raw, length-prefixed, line, RESP or HTTP/1.1
-// framing, in a closed loop (connections × requests in flight) or an open
+// TCP server that echoes, with raw, length-field (1, 2, 4 or 8 bytes, either
+// byte order), line, RESP or HTTP/1.1 framing, in a closed loop (connections × requests in flight) or an open
 // loop at a fixed rate with latency from intended send times (coordinated
 // omission corrected, as wrk2 does). It checks every response against its
 // request, prints a progress line while it runs, HDR-histogram percentiles

@@ -40,7 +40,7 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:7000", "server address HOST:PORT")
-	codec := fs.String("codec", "length", "framing: raw (byte accounting), length (4-byte big-endian prefix), line, resp (ECHO commands) or http (POST /echo); every framed response is matched to its request")
+	codec := fs.String("codec", "length", "framing: raw (byte accounting); length (4-byte big-endian prefix), length1, length2, length8, length2le, length4le, length8le (1-8 byte prefix, le: little-endian); line; resp (ECHO commands); http (POST /echo). Every framed response is matched to its request")
 	conns := fs.Int("conns", 64, "connections")
 	inflight := fs.Int("inflight", 0, "closed loop: requests in flight per connection (0: 1); open loop: the most per connection, beyond which a due send is missed (0: 64)")
 	size := fs.String("size", "64", `payload bytes: fixed ("64", "4k") or uniform range ("64-4096")`)
