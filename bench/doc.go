@@ -1,7 +1,7 @@
-// Package bench is sluice's load generator and comparison runner: closed- and
-// open-loop load over raw TCP with latency from intended send times, HDR
-// histograms, and a runner that sets sluice's cmd/echo side by side with a
-// gnet v2 and a standard-library echo server and writes the report.
+// Package bench is sluice's load generator: closed- and open-loop load over
+// raw TCP against any server that echoes, with latency from intended send
+// times and HDR histograms. It is what a program embeds to drive a server;
+// cmd/sluiceload is the same generator as a command.
 //
 // bench owns:
 //
@@ -15,25 +15,31 @@
 //     each request's intended send time (coordinated omission corrected, as
 //     wrk2 does); sends issued late are counted, sends that could not be
 //     issued at all are counted as missed. Every response is checked against
-//     its request: length-prefixed and line frames by order, length, sequence
-//     number and content; raw echo by byte accounting (echo servers may split
-//     and coalesce) and content.
+//     its request: framed responses by order, length, sequence number and
+//     content; raw echo by byte accounting (echo servers may split and
+//     coalesce) and content.
+//   - The framings (Codec): raw bytes, a length prefix (1, 2, 4 or 8 bytes,
+//     big- or little-endian), lines, RESP
+//     (ECHO commands, for redis-server and sluice's kv) and HTTP/1.1 (POST
+//     /echo with keep-alive); the methods on Codec encode a request and
+//     decode and check a response for a program that speaks to a server
+//     outside Load.
 //   - Latency histograms: one HdrHistogram per event loop, merged after the
-//     loops stop (MergeHistograms), summarised as p50/p90/p99/p99.9/max.
-//   - The comparison runner (Compare, CompareConfig, Report): builds cmd/echo,
-//     starts every server as its own process pinned to the server CPU and the
-//     generator as its own process pinned to the client CPU, alternates the
-//     servers within each round, derives the open-loop rates from the measured
-//     peak, and measures idle memory per connection and the system-call mix.
-//   - Reports: JSON, markdown tables and SVG charts (WriteReport).
+//     loops stop (MergeHistograms), summarised as p50/p90/p99/p99.9/max
+//     (LatencySummary).
+//   - The result (LoadResult): throughput, latency, rejects, errors by kind,
+//     and the CPU, system calls and memory of the client and, given its PID,
+//     of the server (ProcUsage, CoreUsage); FormatLoadResult prints it.
 //
 // bench refuses to own the servers under test (package server, cmd/echo),
-// framing for servers (package protocol; the generator frames and checks
-// with its own code so that it does not share what it verifies), the peer
-// servers (package bench/peers) and flag parsing (package bench/cli).
+// framing for servers (package protocol; the generator frames and checks with
+// its own code so that it does not share what it verifies), flag parsing
+// (cmd/sluiceload, cmd/bench) and the comparison lab: the runner that sets
+// sluice beside gnet, net and the C floor servers, its peers, reports and
+// charts live in internal/lab and are reached through cmd/bench.
 //
-// Linux only: the generator uses epoll and the runner reads /proc. Elsewhere
-// Load and Compare return ErrUnsupported.
+// Linux only: the generator uses epoll and reads /proc. Elsewhere Load
+// returns ErrUnsupported.
 //
 // Usage:
 //
@@ -43,7 +49,4 @@
 //		Warmup: time.Second, Duration: 5 * time.Second,
 //	})
 //	fmt.Print(bench.FormatLoadResult(res))
-//
-//	rep, err := bench.Compare(ctx, bench.CompareConfig{Codec: bench.CodecLength})
-//	_, err = bench.WriteReport(rep, "docs/bench", "docs/BENCHMARKS.md")
 package bench

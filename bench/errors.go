@@ -31,22 +31,6 @@ var (
 	// ErrNoConnections reports a load run in which no connection could be
 	// established.
 	ErrNoConnections = errors.New("sluice: bench: no connection could be established")
-
-	// ErrServerUnavailable reports a server that could not be built or started;
-	// a comparison carries on without it and says so in the report.
-	ErrServerUnavailable = errors.New("sluice: bench: server unavailable")
-
-	// ErrNoServers reports a comparison in which no server could be built and
-	// started.
-	ErrNoServers = errors.New("sluice: bench: no server available")
-
-	// ErrServerStart reports a server process that exited or stayed silent
-	// instead of printing its "listening on HOST:PORT" line.
-	ErrServerStart = errors.New("sluice: bench: server did not start")
-
-	// ErrNoPeak reports an open-loop scenario whose offered rate could not be
-	// derived because its reference closed-loop scenario produced no result.
-	ErrNoPeak = errors.New("sluice: bench: no peak throughput to derive the open-loop rate from")
 )
 
 // timeoutError is a sentinel that also matches os.ErrDeadlineExceeded.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicenet/sluice/internal/human"
 )
 
 // Default values used when a LoadConfig field is zero.
@@ -82,8 +84,9 @@ func (s SizeSpec) String() string {
 type LoadConfig struct {
 	// Addr is the server's HOST:PORT.
 	Addr string `json:"addr"`
-	// Codec is the framing: raw (byte accounting), length or line (each
-	// response matched to its request by order, length and sequence number).
+	// Codec is the framing: raw (byte accounting), or a length prefix (1, 2,
+	// 4 or 8 bytes, either byte order), line, RESP or HTTP (each response
+	// matched to its request by order, length, sequence number and content).
 	Codec Codec `json:"codec"`
 	// Conns is the number of connections.
 	Conns int `json:"conns"`
@@ -167,8 +170,10 @@ func (c *LoadConfig) Validate() error {
 		return fmt.Errorf("%w: rate %v", ErrInvalidConfig, c.RatePerSec)
 	case c.Workers < 0:
 		return fmt.Errorf("%w: %d workers", ErrInvalidConfig, c.Workers)
-	case c.Codec > CodecLine:
+	case c.Codec >= numCodecs:
 		return fmt.Errorf("%w: codec %v", ErrInvalidConfig, c.Codec)
+	case c.Size.Max > c.Codec.MaxPayloadBytes():
+		return fmt.Errorf("%w: size %v above the %d bytes a %v length field carries", ErrInvalidConfig, c.Size, c.Codec.MaxPayloadBytes(), c.Codec)
 	}
 	return c.Size.Validate()
 }
@@ -264,8 +269,9 @@ type LoadResult struct {
 	// SendLag is how late the open-loop sends were issued (the generator's own
 	// timing error).
 	SendLag *LatencySummary `json:"send_lag,omitempty"`
-	// Rejected counts requests the server refused with a reject frame
-	// ("-REJECT reason retry_after_ms") in the window: answered, but not
+	// Rejected counts requests the server refused in the window (a
+	// "-REJECT reason retry_after_ms" frame, a RESP -BUSY or sluice refusal,
+	// an HTTP 429 or 503): answered, but not
 	// goodput, so not in Msgs or Latency. Rejects splits them by reason;
 	// RejectLatency is their latency, measured like Latency.
 	Rejected       int64            `json:"rejected,omitempty"`
@@ -330,35 +336,6 @@ const (
 	DefaultDuration = 3 * time.Second
 )
 
-// ParseCPUList parses a CPU list such as "1", "0,2" or "0-3".
-func ParseCPUList(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("%w: CPU list %q", ErrInvalidConfig, s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("%w: CPU list %q", ErrInvalidConfig, s)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: empty CPU list %q", ErrInvalidConfig, s)
-	}
-	return out, nil
-}
-
 // FormatLoadResult renders a result as a few human-readable lines.
 func FormatLoadResult(r *LoadResult) string {
 	var b strings.Builder
@@ -369,21 +346,21 @@ func FormatLoadResult(r *LoadResult) string {
 	}
 	fmt.Fprintf(&b, "%s loop, %s codec, %d conns × %s × %s B, %.1fs measured after %v warm-up\n",
 		r.Mode, cfg.Codec, cfg.Conns, inFlight, cfg.Size, r.WindowSec, cfg.Warmup)
-	fmt.Fprintf(&b, "throughput  %s msg/s  %.1f MB/s  (%d msgs)\n", humanRate(r.MsgsPerSec), r.MBPerSec, r.Msgs)
+	fmt.Fprintf(&b, "throughput  %s msg/s  %.1f MB/s  (%d msgs)\n", human.Rate(r.MsgsPerSec), r.MBPerSec, r.Msgs)
 	l := r.Latency
 	fmt.Fprintf(&b, "latency     p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
-		humanMicros(l.P50Micros), humanMicros(l.P90Micros), humanMicros(l.P99Micros), humanMicros(l.P999Micros), humanMicros(l.MaxMicros))
+		human.Micros(l.P50Micros), human.Micros(l.P90Micros), human.Micros(l.P99Micros), human.Micros(l.P999Micros), human.Micros(l.MaxMicros))
 	if r.Mode == "open" {
-		fmt.Fprintf(&b, "open loop   offered %s/s  intended %d  late %d  missed %d", humanRate(r.OfferedPerSec), r.Intended, r.Late, r.Missed)
+		fmt.Fprintf(&b, "open loop   offered %s/s  intended %d  late %d  missed %d", human.Rate(r.OfferedPerSec), r.Intended, r.Late, r.Missed)
 		if r.SendLag != nil {
-			fmt.Fprintf(&b, "  send lag p99 %s max %s", humanMicros(r.SendLag.P99Micros), humanMicros(r.SendLag.MaxMicros))
+			fmt.Fprintf(&b, "  send lag p99 %s max %s", human.Micros(r.SendLag.P99Micros), human.Micros(r.SendLag.MaxMicros))
 		}
 		b.WriteByte('\n')
 	}
 	if r.Rejected > 0 {
-		fmt.Fprintf(&b, "rejected    %s/s  (%d: %v)", humanRate(r.RejectedPerSec), r.Rejected, r.Rejects)
+		fmt.Fprintf(&b, "rejected    %s/s  (%d: %v)", human.Rate(r.RejectedPerSec), r.Rejected, r.Rejects)
 		if rl := r.RejectLatency; rl != nil {
-			fmt.Fprintf(&b, "  latency p50 %s p99 %s", humanMicros(rl.P50Micros), humanMicros(rl.P99Micros))
+			fmt.Fprintf(&b, "  latency p50 %s p99 %s", human.Micros(rl.P50Micros), human.Micros(rl.P99Micros))
 		}
 		b.WriteByte('\n')
 	}

@@ -14,15 +14,17 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/sluicenet/sluice/internal/human"
+	"github.com/sluicenet/sluice/internal/procstat"
 	"golang.org/x/sys/unix"
 )
 
 // windowSample is a reading of the counters at one end of the measured window.
 type windowSample struct {
 	at     time.Time
-	client ProcCounters
-	server ProcCounters
-	cores  map[int]CoreTicks
+	client procstat.ProcCounters
+	server procstat.ProcCounters
+	cores  map[int]procstat.CoreTicks
 	errs   []error
 }
 
@@ -31,16 +33,16 @@ type windowSample struct {
 func takeSample(serverPID int) windowSample {
 	var s windowSample
 	var err error
-	if s.cores, err = ReadCoreTicks(); err != nil {
+	if s.cores, err = procstat.ReadCoreTicks(); err != nil {
 		s.errs = append(s.errs, err)
 	}
 	if serverPID > 0 {
-		if s.server, err = ReadProcCounters(serverPID); err != nil {
+		if s.server, err = procstat.ReadProcCounters(serverPID); err != nil {
 			s.errs = append(s.errs, err)
 		}
 	}
 	s.at = time.Now()
-	if s.client, err = ReadProcCounters(os.Getpid()); err != nil {
+	if s.client, err = procstat.ReadProcCounters(os.Getpid()); err != nil {
 		s.errs = append(s.errs, err)
 	}
 	return s
@@ -134,6 +136,7 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 	nw := min(cfg.Workers, len(fds))
 	maxWire := cfg.Codec.WireBytes(cfg.Size.Max)
+	maxResp := cfg.Codec.maxResponseBytes(cfg.Size.Max)
 	outCap := max(maxWire, min(cfg.InFlight*maxWire, maxOutBatchBytes))
 	filler := newFiller(cfg.Size.Max)
 	workers := make([]*worker, nw)
@@ -151,7 +154,7 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 			inFlight:     cfg.InFlight,
 			epfd:         epfd,
 			events:       make([]unix.EpollEvent, maxEventsPerWait),
-			rbuf:         make([]byte, readBufferBytes+maxWire),
+			rbuf:         make([]byte, readBufferBytes+maxResp),
 			filler:       filler,
 			rng:          cfg.Seed*0x9e3779b97f4a7c15 + uint64(i)*0xbf58476d1ce4e5b9 + 1,
 			lateTolNanos: int64(cfg.LateTolerance),
@@ -165,7 +168,7 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 		w := workers[i%nw]
 		c := &conn{fd: fd, q: newInflight(cfg.InFlight), out: make([]byte, 0, outCap)}
 		if cfg.Codec != CodecRaw {
-			c.tail = make([]byte, 0, maxWire)
+			c.tail = make([]byte, 0, maxResp)
 		}
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(len(w.conns))}
 		if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
@@ -243,9 +246,9 @@ func fillUsage(res *LoadResult, cfg *LoadConfig, before, after windowSample) {
 	if wall <= 0 {
 		return
 	}
-	usage := func(pid int, b, a ProcCounters) *ProcUsage {
+	usage := func(pid int, b, a procstat.ProcCounters) *ProcUsage {
 		u := &ProcUsage{PID: pid, RSSKiB: a.RSSKiB, SyscallsPerMsg: -1, ReadSyscalls: -1, WriteSyscalls: -1}
-		u.CPUSec = float64(a.CPUTicks-b.CPUTicks) / clockTicksPerSec
+		u.CPUSec = float64(a.CPUTicks-b.CPUTicks) / procstat.ClockTicksPerSec
 		u.Util = u.CPUSec / wall
 		if res.Msgs > 0 {
 			u.CPUMicrosPerMsg = u.CPUSec * 1e6 / float64(res.Msgs) * (res.WindowSec / wall)
@@ -260,14 +263,14 @@ func fillUsage(res *LoadResult, cfg *LoadConfig, before, after windowSample) {
 		return u
 	}
 	res.Client = usage(os.Getpid(), before.client, after.client)
-	res.Client.CPUs, _ = AvailableCPUs()
+	res.Client.CPUs, _ = procstat.AvailableCPUs()
 	roles := map[int]string{}
 	for _, c := range res.Client.CPUs {
 		roles[c] = "client"
 	}
 	if cfg.ServerPID > 0 {
 		res.Server = usage(cfg.ServerPID, before.server, after.server)
-		res.Server.CPUs, _ = ProcessCPUs(cfg.ServerPID)
+		res.Server.CPUs, _ = procstat.ProcessCPUs(cfg.ServerPID)
 		for _, c := range res.Server.CPUs {
 			if roles[c] == "client" {
 				roles[c] = "both"
@@ -295,7 +298,7 @@ func fillUsage(res *LoadResult, cfg *LoadConfig, before, after windowSample) {
 			cu.Steal = float64(a.Steal-b.Steal) / float64(total)
 		}
 		if res.Msgs > 0 {
-			cu.MicrosPerMsg = float64(a.Busy-b.Busy) / clockTicksPerSec * 1e6 / float64(res.Msgs) * (res.WindowSec / wall)
+			cu.MicrosPerMsg = float64(a.Busy-b.Busy) / procstat.ClockTicksPerSec * 1e6 / float64(res.Msgs) * (res.WindowSec / wall)
 		}
 		res.Cores = append(res.Cores, cu)
 	}
@@ -328,10 +331,10 @@ func progressLoop(out io.Writer, base time.Time, warmEnd, end int64, workers []*
 			}
 			p99Text := "–" // nothing measured yet (warm-up)
 			if p99 > 0 {
-				p99Text = humanMicros(float64(p99) / 1e3)
+				p99Text = human.Micros(float64(p99) / 1e3)
 			}
 			_, _ = fmt.Fprintf(out, "\r\033[K%5.1fs/%.0fs %-9s %s msg/s  p99 %s  errors %d",
-				el.Seconds(), time.Duration(end).Seconds(), phase, humanRate(rate), p99Text, errs)
+				el.Seconds(), time.Duration(end).Seconds(), phase, human.Rate(rate), p99Text, errs)
 		}
 	}
 }

@@ -410,7 +410,12 @@ func (w *worker) consumeFramed(c *conn, data []byte, now int64) {
 			return
 		}
 		r, _ := c.q.pop()
-		if k := rejectReason(payload); k >= 0 { // the server refused the request: not goodput
+		k, err := responseReject(w.codec, payload)
+		if err != nil {
+			w.fail(c, err)
+			return
+		}
+		if k >= 0 { // the server refused the request: not goodput
 			c.seqRecv++
 			w.rejected(c, r, k, now)
 			p += n

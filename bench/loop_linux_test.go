@@ -210,7 +210,7 @@ func echoServer(t *testing.T, corrupt bool) string {
 
 func TestLoadClosedLoop(t *testing.T) {
 	addr := echoServer(t, false)
-	for _, codec := range []Codec{CodecRaw, CodecLength, CodecLine} {
+	for _, codec := range []Codec{CodecRaw, CodecLength, CodecLine, CodecLength2LE} {
 		res, err := Load(context.Background(), LoadConfig{
 			Addr: addr, Codec: codec, Conns: 8, InFlight: 4, Size: SizeSpec{Min: 16, Max: 300},
 			Warmup: 50 * time.Millisecond, Duration: 250 * time.Millisecond, Workers: 2, ServerPID: 0,
@@ -290,6 +290,22 @@ func TestLoadValidates(t *testing.T) {
 	} {
 		if _, err := Load(context.Background(), cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%d: %v", i, err)
+		}
+	}
+}
+
+func TestLoadRESPAndHTTP(t *testing.T) {
+	for _, codec := range []Codec{CodecRESP, CodecHTTP} {
+		addr := respHTTPEchoServer(t, codec)
+		res, err := Load(context.Background(), LoadConfig{
+			Addr: addr, Codec: codec, Conns: 4, InFlight: 4, Size: SizeSpec{Min: 1, Max: 300},
+			Warmup: 50 * time.Millisecond, Duration: 250 * time.Millisecond, Workers: 2,
+		})
+		if err != nil {
+			t.Fatalf("%v: %v", codec, err)
+		}
+		if res.Msgs == 0 || res.Latency.Count != res.Msgs || len(res.Errors) != 0 || res.ConnsOpen != 4 {
+			t.Fatalf("%v: msgs %d latencies %d errors %v conns %d (%s)", codec, res.Msgs, res.Latency.Count, res.Errors, res.ConnsOpen, res.FirstError)
 		}
 	}
 }

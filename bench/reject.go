@@ -30,8 +30,14 @@ func rejectReason(payload []byte) int {
 	if i := bytes.IndexByte(rest, ' '); i >= 0 {
 		rest = rest[:i]
 	}
+	return reasonIndex(rest)
+}
+
+// reasonIndex returns the index of reason in rejectCounts: its place in
+// knownReasons, or the last ("other"). It does not allocate.
+func reasonIndex(reason []byte) int {
 	for k, r := range knownReasons {
-		if string(rest) == r {
+		if string(reason) == r {
 			return k
 		}
 	}

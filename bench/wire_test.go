@@ -20,32 +20,41 @@ func TestRequestResponseRoundTrip(t *testing.T) {
 			// Feed the stream in every split, as a server may deliver it.
 			for split := 0; split <= len(stream); split += max(1, len(stream)/37) {
 				seq := uint64(1000)
-				buf := append([]byte(nil), stream[:split]...)
-				rest := stream[split:]
-				for {
-					payload, n, err := nextResponse(c, buf)
-					if err != nil {
-						t.Fatalf("%v/%d split %d: %v", c, size, split, err)
-					}
-					if n == 0 {
-						if len(rest) == 0 {
-							break
-						}
-						buf = append(buf, rest...)
-						rest = nil
-						continue
-					}
+				left := decodeSplit(t, c, stream, split, func(payload []byte) {
 					if err := checkResponse(c, payload, seq, size, filler); err != nil {
 						t.Fatalf("%v/%d split %d seq %d: %v", c, size, split, seq, err)
 					}
 					seq++
-					buf = buf[n:]
-				}
-				if seq != 1005 || len(buf) != 0 {
-					t.Fatalf("%v/%d split %d: matched up to %d with %d bytes left", c, size, split, seq, len(buf))
+				})
+				if seq != 1005 || left != 0 {
+					t.Fatalf("%v/%d split %d: matched up to %d with %d bytes left", c, size, split, seq, left)
 				}
 			}
 		}
+	}
+}
+
+// decodeSplit decodes stream with nextResponse, delivered as stream[:split]
+// first and the rest once that is used up, calling each with every payload;
+// it returns the bytes left undecoded.
+func decodeSplit(t *testing.T, c Codec, stream []byte, split int, each func(payload []byte)) int {
+	t.Helper()
+	buf := append([]byte(nil), stream[:split]...)
+	rest := stream[split:]
+	for {
+		payload, n, err := nextResponse(c, buf)
+		if err != nil {
+			t.Fatalf("%v split %d: %v", c, split, err)
+		}
+		if n == 0 {
+			if len(rest) == 0 {
+				return len(buf)
+			}
+			buf, rest = append(buf, rest...), nil
+			continue
+		}
+		each(payload)
+		buf = buf[n:]
 	}
 }
 
@@ -165,7 +174,7 @@ func TestInflightFIFO(t *testing.T) {
 }
 
 func TestParseCodecAndSize(t *testing.T) {
-	for _, s := range []string{"raw", "length", "line"} {
+	for _, s := range []string{"raw", "length", "line", "resp", "http", "length1", "length2", "length8", "length2le", "length4le", "length8le"} {
 		c, err := ParseCodec(s)
 		if err != nil || c.String() != s {
 			t.Fatalf("ParseCodec(%q) = %v, %v", s, c, err)

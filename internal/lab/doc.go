@@ -1,0 +1,34 @@
+// Package lab is sluice's comparison lab, the work behind cmd/bench: the
+// runner that sets sluice's cmd/echo side by side with its peers (a gnet v2
+// and a standard-library echo server, and the C epoll and io_uring floor
+// servers), the overload bench (goodput at several times capacity, memory
+// under peers that do not read, the listen gate, full accept queues), the
+// report models, markdown and SVG charts.
+//
+// lab owns:
+//
+//   - The comparison runner (Compare, CompareConfig, Report): builds cmd/echo
+//     and the C peers, starts every server as its own process pinned to the
+//     server CPU and the generator (cmd/bench load) as its own process pinned
+//     to the client CPU, alternates the servers within each round, derives
+//     the open-loop rates from the measured peak, and measures idle memory
+//     per connection and the system-call mix.
+//   - The overload bench (Overload, OverloadConfig, OverloadReport) and its
+//     child processes' work (ConnFlood, PeerFlood).
+//   - Reports: JSON, markdown tables and SVG charts (WriteReport,
+//     WriteOverloadReport).
+//
+// lab refuses to own the load generator (package bench, which it drives as a
+// child process), the peer servers (package internal/lab/peers) and flag
+// parsing (package internal/lab/cli). It is internal: its types describe one
+// lab's runs and change with them; nothing outside this module should build
+// on them.
+//
+// Linux only: the runner pins processes and reads /proc. Elsewhere Compare
+// and Overload return bench.ErrUnsupported.
+//
+// Usage:
+//
+//	rep, err := lab.Compare(ctx, lab.CompareConfig{Codec: bench.CodecLength})
+//	_, err = lab.WriteReport(rep, "docs/bench", "docs/BENCHMARKS.md")
+package lab

@@ -1,0 +1,552 @@
+//go:build linux
+
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicenet/sluice/bench"
+	"github.com/sluicenet/sluice/internal/human"
+	"github.com/sluicenet/sluice/internal/procstat"
+)
+
+// overload is the state of one Overload call.
+type overload struct {
+	cfg      OverloadConfig
+	benchBin string
+	echoBin  string
+	rep      *OverloadReport
+}
+
+// Overload runs the overload measurement cfg describes and returns the
+// report. Servers run as processes pinned to cfg.ServerCPUs, fresh for every
+// run; the generator and the floods run pinned to cfg.ClientCPUs. Within a
+// round the servers alternate, so that a drift of the (shared) machine
+// affects all of them alike; the report gives medians and ranges.
+func Overload(ctx context.Context, cfg OverloadConfig) (*OverloadReport, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkCPUs(&CompareConfig{ServerCPUs: cfg.ServerCPUs, ClientCPUs: cfg.ClientCPUs}); err != nil {
+		return nil, err
+	}
+	raiseFileLimit()
+	o := &overload{cfg: cfg, rep: &OverloadReport{Started: time.Now(), Machine: ReadMachine(), Config: cfg, Commands: map[string]string{}}}
+	if cfg.ModuleDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		if o.cfg.ModuleDir, err = ModuleDir(ctx, cfg.GoCmd, wd); err != nil {
+			return nil, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "sluice-overload-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	o.benchBin = cfg.BenchBin
+	if o.benchBin == "" {
+		o.benchBin = filepath.Join(tmp, "bench")
+		o.progress("building ./cmd/bench")
+		if err := goBuild(ctx, cfg.GoCmd, o.cfg.ModuleDir, "./cmd/bench", o.benchBin); err != nil {
+			return nil, err
+		}
+	}
+	o.echoBin = filepath.Join(tmp, "echo")
+	o.progress("building ./cmd/echo")
+	if err := goBuild(ctx, cfg.GoCmd, o.cfg.ModuleDir, "./cmd/echo", o.echoBin); err != nil {
+		return nil, err
+	}
+	if cfg.has(PartGoodput) {
+		o.goodput(ctx)
+	}
+	if cfg.has(PartMemory) && ctx.Err() == nil {
+		o.memory(ctx)
+	}
+	if cfg.has(PartGate) && ctx.Err() == nil {
+		o.gate(ctx)
+	}
+	if cfg.has(PartBacklog) && ctx.Err() == nil {
+		o.backlog(ctx)
+	}
+	o.rep.Machine.LoadAvgEnd = ReadLoadAvg()
+	o.rep.Finished = time.Now()
+	return o.rep, ctx.Err()
+}
+
+func (o *overload) progress(format string, args ...any) {
+	if o.cfg.Progress != nil {
+		fmt.Fprintf(o.cfg.Progress, format+"\n", args...)
+	}
+}
+
+// server starts srv for purpose (a report key) with extra flags; work is
+// the simulated work per frame.
+func (o *overload) server(purpose, srv string, work time.Duration, extra ...string) (*serverProc, error) {
+	loops := strconv.Itoa(len(o.cfg.ServerCPUs))
+	var bin string
+	var args []string
+	var env []string
+	switch srv {
+	case ServerGnet, ServerNet:
+		bin, env = o.benchBin, o.cfg.BenchEnv
+		args = []string{"peer", "-kind", srv, "-codec", bench.CodecLength.String(), "-addr", "127.0.0.1:0", "-loops", loops}
+	default:
+		bin = o.echoBin
+		args = []string{"-addr", "127.0.0.1:0", "-codec", bench.CodecLength.String(), "-loops", loops}
+		if srv == ServerSluiceShed {
+			args = append(args, o.cfg.ShedArgs...)
+		}
+		if srv == ServerSluiceShedTight {
+			args = append(args, o.cfg.TightShedArgs...)
+		}
+		if srv == ServerSluiceBudget || srv == ServerSluiceMemLimit {
+			args = append(args, "-max-queued-bytes", strconv.FormatInt(o.cfg.QueuedBudgetBytes, 10))
+		}
+		if srv == ServerSluiceMemLimit {
+			env = append(env, "GOMEMLIMIT="+strconv.FormatInt(o.cfg.MemLimitBytes, 10))
+		}
+	}
+	if work > 0 {
+		args = append(args, "-work", work.String())
+	}
+	args = append(args, extra...)
+	name := "cmd/bench"
+	if bin == o.echoBin {
+		name = "cmd/echo"
+	}
+	key := purpose + ": " + srv
+	if _, ok := o.rep.Commands[key]; !ok {
+		o.rep.Commands[key] = strings.TrimSpace(strings.Join(env, " ") + " " + name + " " + strings.Join(args, " "))
+	}
+	return startServer(bin, args, env, len(o.cfg.ServerCPUs), o.cfg.ServerCPUs, serverStartTimeout)
+}
+
+// load runs the generator pinned to the client CPUs against p.
+func (o *overload) load(ctx context.Context, p *serverProc, rate float64, closed bool) (*bench.LoadResult, error) {
+	c := o.cfg
+	args := []string{"load", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(),
+		"-conns", strconv.Itoa(c.Conns), "-size", strconv.Itoa(c.Size),
+		"-warmup", c.Warmup.String(), "-duration", c.Duration.String(), "-server-pid", strconv.Itoa(p.Pid)}
+	if closed {
+		args = append(args, "-inflight", strconv.Itoa(c.InFlight))
+	} else {
+		args = append(args, "-rate", strconv.FormatFloat(rate, 'f', 0, 64))
+	}
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, c.Warmup+c.Duration+bench.DefaultConnectTimeout+30*time.Second)
+	var res bench.LoadResult
+	if len(out) > 0 && json.Unmarshal(out, &res) == nil {
+		return &res, err
+	}
+	if err == nil {
+		err = fmt.Errorf("sluice: bench: the generator printed no result")
+	}
+	return nil, err
+}
+
+// oneLoad starts srv, runs one load and stops srv.
+func (o *overload) oneLoad(ctx context.Context, srv string, rate float64, closed bool) (*bench.LoadResult, error) {
+	p, err := o.server(PartGoodput, srv, o.cfg.Work)
+	if err != nil {
+		return nil, err
+	}
+	res, err := o.load(ctx, p, rate, closed)
+	if note := p.stop(serverStopTimeout); note != "" {
+		o.rep.Notes = append(o.rep.Notes, srv+": "+note)
+	}
+	return res, err
+}
+
+// goodput measures each server's capacity (closed loop, every round), then
+// its unloaded latency and its goodput at Factor × its median capacity
+// (open loop, every round).
+func (o *overload) goodput(ctx context.Context) {
+	c := o.cfg
+	cells := make([]GoodputCell, len(c.Servers))
+	for i, s := range c.Servers {
+		cells[i] = GoodputCell{Server: s, Runs: make([]GoodputRun, c.Rounds)}
+		for r := range cells[i].Runs {
+			cells[i].Runs[r].Round = r + 1
+		}
+	}
+	// Capacity: the server with the same work and no shedding; sluice-shed
+	// is measured as sluice-noshed (shedding in a closed loop measures the
+	// shedding, not the capacity).
+	for r := 0; r < c.Rounds && ctx.Err() == nil; r++ {
+		for i, s := range c.Servers {
+			as := s
+			if s == ServerSluiceShed || s == ServerSluiceShedTight {
+				as = ServerSluiceNoShed
+			}
+			res, err := o.oneLoad(ctx, as, 0, true)
+			run := &cells[i].Runs[r]
+			run.Peak = brief(res)
+			if err != nil {
+				run.Error = err.Error()
+			}
+			o.progress("goodput round %d/%d %-13s capacity %s", r+1, c.Rounds, s, loadLine(res, err))
+		}
+	}
+	peaks := make([]float64, len(cells))
+	for i := range cells {
+		cells[i].summarize()
+		peaks[i] = cells[i].Peak.Median
+	}
+	for r := 0; r < c.Rounds && ctx.Err() == nil; r++ {
+		for i, s := range c.Servers {
+			run := &cells[i].Runs[r]
+			if peaks[i] <= 0 {
+				run.Error = "no capacity measured"
+				continue
+			}
+			un, err := o.oneLoad(ctx, s, math.Round(c.UnloadedFraction*peaks[i]), false)
+			run.Unloaded = brief(un)
+			if err != nil {
+				run.Error = err.Error()
+			}
+			o.progress("goodput round %d/%d %-13s %.1f× capacity %s", r+1, c.Rounds, s, c.UnloadedFraction, loadLine(un, err))
+			ov, err := o.oneLoad(ctx, s, math.Round(c.Factor*peaks[i]), false)
+			run.Overload = brief(ov)
+			if err != nil {
+				run.Error = err.Error()
+			}
+			o.progress("goodput round %d/%d %-13s %.0f× capacity %s", r+1, c.Rounds, s, c.Factor, loadLine(ov, err))
+			if ov != nil {
+				run.GoodputRatio = ov.MsgsPerSec / peaks[i]
+				if un != nil && un.Latency.P99Micros > 0 {
+					run.P99Ratio = ov.Latency.P99Micros / un.Latency.P99Micros
+				}
+			}
+		}
+	}
+	for i := range cells {
+		cells[i].summarize()
+	}
+	o.rep.Goodput = cells
+}
+
+// loadLine is a progress summary of one load run.
+func loadLine(r *bench.LoadResult, err error) string {
+	if r == nil {
+		return fmt.Sprintf("failed: %v", err)
+	}
+	s := fmt.Sprintf("%s msg/s p99 %s", human.Rate(r.MsgsPerSec), human.Micros(r.Latency.P99Micros))
+	if r.Rejected > 0 {
+		s += fmt.Sprintf(", rejected %s/s %v", human.Rate(r.RejectedPerSec), r.Rejects)
+	}
+	if r.Mode == "open" {
+		s += fmt.Sprintf(", offered %s/s missed %d", human.Rate(r.OfferedPerSec), r.Missed)
+	}
+	if err != nil {
+		s += fmt.Sprintf(" (error: %v)", err)
+	}
+	return s
+}
+
+// memory floods each server with peers that do not read and samples its
+// resident memory.
+func (o *overload) memory(ctx context.Context) {
+	c := o.cfg
+	cells := make([]MemoryCell, len(c.MemoryServers))
+	for i, s := range c.MemoryServers {
+		cells[i].Server = s
+		if s == ServerSluiceBudget || s == ServerSluiceMemLimit {
+			cells[i].BudgetBytes = c.QueuedBudgetBytes
+		}
+		if s == ServerSluiceMemLimit {
+			cells[i].MemLimitBytes = c.MemLimitBytes
+		}
+	}
+	for r := 1; r <= c.Rounds && ctx.Err() == nil; r++ {
+		for i, s := range c.MemoryServers {
+			run := o.memoryRun(ctx, s, r)
+			cells[i].Runs = append(cells[i].Runs, run)
+			o.progress("memory round %d/%d %-13s baseline %d KiB, peak %d KiB (+%d), kernel TCP +%d KiB, sent %d MiB %s",
+				r, c.Rounds, s, run.BaselineRSSKiB, run.PeakRSSKiB, run.PeakRSSKiB-run.BaselineRSSKiB, run.KernelTCPKiB, run.SentMiB, run.Error)
+		}
+	}
+	for i := range cells {
+		cells[i].summarize()
+	}
+	o.rep.Memory = cells
+}
+
+func (o *overload) memoryRun(ctx context.Context, srv string, round int) MemoryRun {
+	c := o.cfg
+	run := MemoryRun{Round: round}
+	var extra []string
+	sluice := srv != ServerNet && srv != ServerGnet
+	if sluice {
+		extra = []string{"-admin-addr", "127.0.0.1:0"}
+	}
+	p, err := o.server(PartMemory, srv, 0, extra...)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	admin := ""
+	if sluice {
+		if admin, err = adminAddr(p); err != nil {
+			run.Error = err.Error()
+		}
+	}
+	defer func() {
+		if note := p.stop(serverStopTimeout); note != "" {
+			o.rep.Notes = append(o.rep.Notes, srv+": "+note)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	base, _ := procstat.ReadProcCounters(p.Pid)
+	run.BaselineRSSKiB = base.RSSKiB
+	kern0 := tcpMemKiB()
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if pc, err := procstat.ReadProcCounters(p.Pid); err == nil {
+				run.PeakRSSKiB = max(run.PeakRSSKiB, pc.RSSKiB)
+				run.EndRSSKiB = pc.RSSKiB
+			}
+			if k := tcpMemKiB(); k >= 0 && kern0 >= 0 {
+				run.KernelTCPKiB = max(run.KernelTCPKiB, k-kern0)
+			}
+			if admin != "" {
+				if as, err := readAdmin(admin); err == nil {
+					run.PeakQueuedKiB = max(run.PeakQueuedKiB, (as.Stats.QueuedOutBytes+as.Stats.QueuedInBytes)>>10)
+				}
+			}
+		}
+	}()
+	args := []string{"peerflood", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(),
+		"-conns", strconv.Itoa(c.FloodConns), "-size", strconv.Itoa(c.FloodSize), "-duration", c.FloodDuration.String()}
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, c.FloodDuration+30*time.Second)
+	close(stop)
+	<-sampled
+	var res PeerFloodResult
+	if len(out) > 0 && json.Unmarshal(out, &res) == nil {
+		run.SentMiB, run.ClosedConns = res.SentBytes>>20, res.Closed
+	}
+	if err != nil {
+		run.Error = err.Error()
+	}
+	return run
+}
+
+// tcpMemKiB reads the system's TCP socket memory from /proc/net/sockstat
+// ("TCP: inuse N orphan N tw N alloc N mem PAGES"); -1 when unknown.
+func tcpMemKiB() int64 {
+	b, err := os.ReadFile("/proc/net/sockstat")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "TCP:" {
+			continue
+		}
+		for i := 1; i+1 < len(f); i += 2 {
+			if f[i] == "mem" {
+				pages, err := strconv.ParseInt(f[i+1], 10, 64)
+				if err != nil {
+					return -1
+				}
+				return pages * int64(os.Getpagesize()) >> 10
+			}
+		}
+	}
+	return -1
+}
+
+// adminStats is the part of cmd/echo's /debug/sluice the runner reads.
+type adminStats struct {
+	Stats struct {
+		GateOpen        bool
+		GateTransitions uint64
+		ConnsOpen       int64
+		Accepted        uint64
+		QueuedOutBytes  int64
+		QueuedInBytes   int64
+		Admission       struct {
+			Gate struct {
+				State       uint32
+				Transitions uint64
+			}
+			Rejects          []uint64
+			BacklogRejects   uint64
+			AcceptQueueDepth int64
+		}
+	} `json:"stats"`
+}
+
+var gateStateNames = []string{"open", "closed", "paused", "rejecting"}
+
+// adminClient reads cmd/echo's admin endpoint.
+var adminClient = http.Client{Timeout: time.Second}
+
+// readAdmin fetches and decodes /debug/sluice.
+func readAdmin(addr string) (*adminStats, error) {
+	resp, err := adminClient.Get("http://" + addr + "/debug/sluice")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var as adminStats
+	if err := json.NewDecoder(resp.Body).Decode(&as); err != nil {
+		return nil, err
+	}
+	return &as, nil
+}
+
+// adminAddr waits for cmd/echo's "admin on http://HOST:PORT" line.
+func adminAddr(p *serverProc) (string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, line := range strings.Split(p.Output.String(), "\n") {
+			if a, ok := strings.CutPrefix(strings.TrimSpace(line), "admin on http://"); ok {
+				return a, nil
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "", fmt.Errorf("sluice: bench: no admin address from the server: %s", p.Output.String())
+}
+
+// gate runs a connection flood past sluice's connection budget and samples
+// the gate.
+func (o *overload) gate(ctx context.Context) {
+	c := o.cfg
+	run := &GateRun{BinMillis: 50}
+	o.rep.Gate = run
+	extra := []string{"-budget-conns", strconv.Itoa(c.GateBudget), "-gate-high", "1", "-gate-low", "0.5", "-gate-dwell", "500ms",
+		"-admin-addr", "127.0.0.1:0"}
+	p, err := o.server(PartGate, ServerSluiceNoShed, 0, extra...)
+	if err != nil {
+		run.Error = err.Error()
+		return
+	}
+	run.Command = "cmd/echo -codec length " + strings.Join(extra, " ")
+	defer p.stop(serverStopTimeout)
+	admin, err := adminAddr(p)
+	if err != nil {
+		run.Error = err.Error()
+		return
+	}
+	t0 := time.Now()
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			as, err := readAdmin(admin)
+			if err != nil {
+				continue
+			}
+			st := as.Stats
+			s := GateSample{AtMillis: float64(time.Since(t0)) / 1e6, GateOpen: st.GateOpen, ConnsOpen: st.ConnsOpen,
+				Accepted: st.Accepted, BacklogDepth: st.Admission.AcceptQueueDepth,
+				PolicyChanges: st.Admission.Gate.Transitions, EngineChanges: st.GateTransitions, BacklogRejects: st.Admission.BacklogRejects}
+			if int(st.Admission.Gate.State) < len(gateStateNames) {
+				s.PolicyState = gateStateNames[st.Admission.Gate.State]
+			}
+			if len(st.Admission.Rejects) > 1 {
+				s.RejectsGlobal = st.Admission.Rejects[1]
+			}
+			run.Samples = append(run.Samples, s)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	args := []string{"connflood", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(), "-conns", strconv.Itoa(c.GateFloodConns),
+		"-rate", strconv.FormatFloat(c.GateFloodRate, 'f', 0, 64), "-hold", c.GateHold.String(), "-timeout", "10s"}
+	window := time.Duration(float64(c.GateFloodConns)/c.GateFloodRate*float64(time.Second)) + c.GateHold + 20*time.Second
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, window)
+	time.Sleep(700 * time.Millisecond) // the last holds end, the gate reopens
+	close(stop)
+	<-sampled
+	var res ConnFloodResult
+	if len(out) > 0 && json.Unmarshal(out, &res) == nil {
+		run.Outcomes = res.Outcomes()
+		run.AcceptedPerSec, run.OfferedPerSec = acceptTimeline(&res, t0.UnixNano(), run.BinMillis)
+	}
+	if err != nil {
+		run.Error = err.Error()
+	}
+	if n := len(run.Samples); n > 0 {
+		run.PolicyTransitions = run.Samples[n-1].PolicyChanges
+		run.EngineTransitions = run.Samples[n-1].EngineChanges
+	}
+	o.progress("gate: %d samples, outcomes %v, policy transitions %d, engine transitions %d %s",
+		len(run.Samples), run.Outcomes, run.PolicyTransitions, run.EngineTransitions, run.Error)
+}
+
+// backlog floods a full accept queue, once letting the kernel drop and once
+// with sluice's fast reject.
+func (o *overload) backlog(ctx context.Context) {
+	c := o.cfg
+	base := []string{"-budget-conns", strconv.Itoa(c.BacklogBudget), "-gate-high", "1", "-gate-low", "0.5", "-gate-dwell", "500ms",
+		"-backlog", strconv.Itoa(c.Backlog)}
+	modes := []struct {
+		name  string
+		extra []string
+	}{
+		{"kernel drop", base},
+		{"fast reject", append(append([]string(nil), base...), "-backlog-reject", strconv.FormatFloat(c.BacklogRejectAbove, 'f', -1, 64))},
+	}
+	cells := make([]BacklogCell, len(modes))
+	for i, m := range modes {
+		cells[i] = BacklogCell{Mode: m.name, Command: "cmd/echo -codec length " + strings.Join(m.extra, " ")}
+	}
+	for r := 1; r <= c.Rounds && ctx.Err() == nil; r++ {
+		for i, m := range modes {
+			run := BacklogRun{Round: r}
+			p, err := o.server(PartBacklog+" "+m.name, ServerSluiceNoShed, 0, m.extra...)
+			if err != nil {
+				run.Error = err.Error()
+				cells[i].Runs = append(cells[i].Runs, run)
+				continue
+			}
+			args := []string{"connflood", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(), "-conns", strconv.Itoa(c.BacklogConns),
+				"-rate", strconv.FormatFloat(c.BacklogRate, 'f', 0, 64), "-hold", "0", "-timeout", "5s"}
+			out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, 60*time.Second)
+			p.stop(serverStopTimeout)
+			var res ConnFloodResult
+			if len(out) > 0 && json.Unmarshal(out, &res) == nil {
+				run = backlogRun(r, &res)
+			}
+			if err != nil {
+				run.Error = err.Error()
+			}
+			cells[i].Runs = append(cells[i].Runs, run)
+			o.progress("backlog round %d/%d %-11s outcomes %v p50 %.1f ms p99 %.1f ms explicit %.0f%% %s",
+				r, c.Rounds, m.name, run.Outcomes, run.P50Millis["all"], run.P99Millis["all"], 100*run.Explicit, run.Error)
+		}
+	}
+	for i := range cells {
+		cells[i].summarize()
+	}
+	o.rep.Backlog = cells
+}
