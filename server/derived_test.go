@@ -19,8 +19,9 @@ import (
 // TestDerivedCapsByPriority: with MaxQueueDelay zero the stage derives its
 // caps from the service time (C = 4·S in [1.5 ms, 1 s], L = max(8·C,
 // C + 2·RejectFlushDelay), CoDel's target C/2), applies L to every frame
-// until the loop has not slept for autoBusyNanos (a standing queue), and
-// then C to normal frames, C/2 to best-effort ones and L to critical ones. A fixed MaxQueueDelay and Off
+// until a window in which the loop was busy 95% of the time or more (a
+// standing queue), and then C to normal frames, C/2 to best-effort ones and
+// L to critical ones. A fixed MaxQueueDelay and Off
 // keep the old meaning.
 func TestDerivedCapsByPriority(t *testing.T) {
 	newLoopStage := func(p AdmissionPolicy) *stage {
@@ -58,16 +59,27 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	if c := s.capShort; c < 7*ms || c > 9*ms || s.capLong != autoLongCapFactor*c {
 		t.Fatalf("after 2 ms handlers: C %v L %v", time.Duration(c), time.Duration(s.capLong))
 	}
-	// The loop has not slept for longer than autoBusyNanos: a standing queue.
-	s.l.now = s.l.e.clock()
-	s.idleAt = s.l.now - max(autoBusyNanos, autoBusyPerCap*s.capShort) - 1
+	// A window in which the loop never slept: a standing queue. Then one
+	// in which it slept half the time: not overloaded any more.
+	l0 := s.l
+	l0.now = l0.e.clock()
+	s.winEnd = l0.now
+	l0.pace.slept = false
+	s.noteIdle()
 	if !s.overloaded() {
-		t.Fatal("a loop busy for longer than autoBusyNanos not judged overloaded")
+		t.Fatal("a window without sleep not judged overloaded")
 	}
 	c, l := s.capShort, s.capLong
 	check(admission.PriorityCritical, l, admission.ReasonCoDel)
 	check(admission.PriorityNormal, c, admission.ReasonCoDel)
 	check(admission.PriorityBestEffort, c/2, admission.ReasonCoDel)
+	l0.now = s.winEnd
+	l0.pace.slept, l0.pace.turnEnd = true, l0.now-(autoBusyNanos/2)
+	s.noteIdle()
+	if s.overloaded() {
+		t.Fatal("a window asleep half the time judged overloaded")
+	}
+	check(admission.PriorityNormal, l, admission.ReasonQueue)
 	// Handlers back to fast: C returns to the floor.
 	for i := 0; i < 200; i++ {
 		s.admitAt = s.l.e.clock()

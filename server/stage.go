@@ -72,7 +72,9 @@ type stage struct {
 	capLong  int64      // auto: L, the cap otherwise (and critical frames')
 	admitAt  int64      // auto: clock at the last admission, start of the handler's time
 	fair     *fairShare // auto without a tenant quota: max-min shares while overloaded
-	idleAt   int64      // auto: when the loop last slept (its queue was empty)
+	idleNs   int64      // auto: time asleep in epoll_wait in the current window
+	winEnd   int64      // auto: end of the current utilisation window
+	hot      bool       // auto: the last window was busy (a standing queue)
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -145,7 +147,7 @@ func newStage(l *loop, sc stageConfig) *stage {
 	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
 	if s.auto {
 		s.derive()
-		s.idleAt = l.e.clock()
+		s.winEnd = l.e.clock() + autoBusyNanos
 		if p.Admitter.Tenants() == nil {
 			s.fair = &fairShare{}
 		}
@@ -162,21 +164,38 @@ const (
 	autoLongCapFactor    = 8 // L = max(8 × C, C + 2 × RejectFlushDelay)
 	autoServiceShift     = 4 // the service time average weighs each frame 1/16
 	autoRejectFlushNanos = int64(10 * time.Millisecond)
-	// autoBusyNanos and autoBusyPerCap: a loop that has not been idle for
-	// max(100 ms, 5·C) has had a standing queue, and sheds at the short
-	// cap. Idle means a sleep in epoll_wait (an edge-triggered loop sleeps
-	// only when every socket was drained) of at least C/2: a loop that
-	// sheds a standing load also sleeps, between two arrivals, for much
-	// less.
-	autoBusyNanos  = int64(100 * time.Millisecond)
-	autoBusyPerCap = 5
+	// autoBusyNanos, autoBusyPerCap and autoBusyPermille: the loop judges
+	// itself overloaded (a standing queue) after a window of max(100 ms,
+	// 5·C) in which it was busy — not asleep in epoll_wait — at least
+	// 95% of the time, and not overloaded after one below that. An
+	// edge-triggered loop sleeps only with every socket drained, so its
+	// idle time is when its queue was empty; a loop that sheds a standing
+	// load still sleeps now and then between two arrivals, which is why
+	// one sleep is not the test.
+	autoBusyNanos    = int64(100 * time.Millisecond)
+	autoBusyPerCap   = 5
+	autoBusyPermille = 950
 )
 
-// overloaded reports whether the loop has not been idle (see
-// autoBusyNanos) recently: its queue (the sockets and the turn) has not
-// been empty.
-func (s *stage) overloaded() bool {
-	return s.l.now-s.idleAt > max(autoBusyNanos, autoBusyPerCap*s.capShort)
+// overloaded reports whether the last utilisation window was busy (see
+// autoBusyNanos): the loop's queue (the sockets and the turn) has not been
+// empty for long recently.
+func (s *stage) overloaded() bool { return s.hot }
+
+// noteIdle is the afterWait part of the overload judgement: it adds the
+// wait's sleep to the window's idle time and closes the window when due.
+func (s *stage) noteIdle() {
+	l := s.l
+	if l.pace.slept {
+		s.idleNs += max(0, l.now-l.pace.turnEnd)
+	}
+	if l.now < s.winEnd {
+		return
+	}
+	w := max(autoBusyNanos, autoBusyPerCap*s.capShort)
+	span := l.now - (s.winEnd - w) // the window, stretched by a long sleep at its end
+	s.hot = (span-s.idleNs)*1000 >= autoBusyPermille*span
+	s.idleNs, s.winEnd = 0, l.now+w
 }
 
 // derive sets the caps and the loop CoDel's target from the average
@@ -270,12 +289,12 @@ func (s *stage) afterWait(prev int64) {
 	if s.lp == nil {
 		return
 	}
+	if s.auto {
+		s.noteIdle()
+	}
 	now := s.at(l.now)
 	if l.pace.slept {
 		s.lp.QueueEmpty(now) // the loop slept: it had no queue
-		if l.now-l.pace.turnEnd >= s.capShort/2 {
-			s.idleAt = l.now // and not only between two arrivals of a standing load
-		}
 	}
 	s.lp.ObserveLag(now, time.Duration(lag))
 	if l.now >= s.nextTick {

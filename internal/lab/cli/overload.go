@@ -24,6 +24,7 @@ func runOverload(ctx context.Context, args []string) error {
 	memServers := fs.String("memory-servers", "", "memory servers: sluice-budget, sluice-noshed, net, gnet (empty: all four)")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated CPU cost per frame of every server (0: 200us)")
 	fs.Float64Var(&cfg.Factor, "factor", 0, "overload: open-loop rate as a multiple of each server's median capacity (0: 5)")
+	fs.Float64Var(&cfg.UnloadedFraction, "unloaded", 0, "the reference run: open-loop rate as a fraction of each server's median capacity, whose p99 the overload p99 is compared with (0: 0.2)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "goodput connections (0: 32)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measured window of each goodput run (0: 3s)")
 	shed := fs.String("shed-args", "", "cmd/echo flags of sluice-shed, space-separated (empty: "+strings.Join(lab.DefaultShedArgs, " ")+")")
