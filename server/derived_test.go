@@ -17,7 +17,7 @@ import (
 )
 
 // TestDerivedCapsByPriority: with MaxQueueDelay zero the stage derives its
-// caps from the service time (C = 4·S in [1.5 ms, 1 s], L = max(8·C,
+// caps from the service time (C = 2·S in [1.5 ms, 1 s], L = max(8·C,
 // C + 2·RejectFlushDelay), CoDel's target C/2), applies L to every frame
 // until a window in which the loop was busy 95% of the time or more (a
 // standing queue), and then C to normal frames, C/2 to best-effort ones and
@@ -51,12 +51,12 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		t.Fatalf("initial caps C %v L %v overloaded %v", time.Duration(s.capShort), time.Duration(s.capLong), s.overloaded())
 	}
 	check(admission.PriorityNormal, autoMinCapNanos+20*ms, admission.ReasonQueue)
-	// Handlers now take 2 ms: C follows to 8 ms, L to 64 ms.
+	// Handlers now take 2 ms: C follows to 2 × 2 ms, L to 8 × C.
 	for i := 0; i < 200; i++ {
 		s.admitAt = s.l.e.clock() - 2*ms
 		s.afterFrame()
 	}
-	if c := s.capShort; c < 7*ms || c > 9*ms || s.capLong != autoLongCapFactor*c {
+	if c := s.capShort; c < autoCapPerService*2*ms*7/8 || c > autoCapPerService*2*ms*9/8 || s.capLong != autoLongCapFactor*c {
 		t.Fatalf("after 2 ms handlers: C %v L %v", time.Duration(c), time.Duration(s.capLong))
 	}
 	// A window in which the loop never slept: a standing queue. Then one
@@ -207,8 +207,8 @@ func TestDerivedCapFollowsSlowdown(t *testing.T) {
 	if fast.refused != 0 || fast.served != 200 {
 		t.Fatalf("closed loop at 100 µs: served %d refused %d %v, want every request served", fast.served, fast.refused, fast.reasons)
 	}
-	if svcFast <= 0 || capFast != min(max(4*svcFast, time.Duration(autoMinCapNanos)), time.Second) {
-		t.Fatalf("cap %v for service time %v, want 4× it in [%v, 1s]", capFast, svcFast, time.Duration(autoMinCapNanos))
+	if svcFast <= 0 || capFast != min(max(autoCapPerService*svcFast, time.Duration(autoMinCapNanos)), time.Second) {
+		t.Fatalf("cap %v for service time %v, want %d× it in [%v, 1s]", capFast, svcFast, autoCapPerService, time.Duration(autoMinCapNanos))
 	}
 
 	work.Store(int64(10 * time.Millisecond))
@@ -223,7 +223,7 @@ func TestDerivedCapFollowsSlowdown(t *testing.T) {
 	if d := slow.firstRefusal.Sub(switched); d > time.Second {
 		t.Errorf("first refusal %v after the slowdown, want within a second", d)
 	}
-	if svcSlow < 2*time.Millisecond || capSlow < 4*svcSlow*9/10 {
+	if svcSlow < 2*time.Millisecond || capSlow < autoCapPerService*svcSlow*9/10 {
 		t.Errorf("after the slowdown: service %v cap %v, want the cap to follow a service time of several ms", svcSlow, capSlow)
 	}
 
@@ -387,8 +387,8 @@ func TestFairShareBetweenTenants(t *testing.T) {
 }
 
 // TestPoolDerivedCoDel: a pool CoDel with a zero Target follows the
-// workers' service time (10 ms frames: the cap C = 4·S comes to about
-// 40 ms), sheds a standing queue with reason "codel", and answers every
+// workers' service time (10 ms frames: the cap C = 2·S comes to about
+// 20 ms), sheds a standing queue with reason "codel", and answers every
 // frame.
 func TestPoolDerivedCoDel(t *testing.T) {
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
@@ -426,7 +426,7 @@ func TestPoolDerivedCoDel(t *testing.T) {
 	if shed == 0 || served == 0 {
 		t.Errorf("served %d, shed %d: want both", served, shed)
 	}
-	if a.ServiceTime < 5*time.Millisecond || a.QueueDelayCap < 4*a.ServiceTime*9/10 || a.QueueDelayCap > 4*a.ServiceTime*11/10+time.Millisecond {
-		t.Errorf("service %v, cap %v: want about 10 ms and 4× it", a.ServiceTime, a.QueueDelayCap)
+	if a.ServiceTime < 5*time.Millisecond || a.QueueDelayCap < autoCapPerService*a.ServiceTime*9/10 || a.QueueDelayCap > autoCapPerService*a.ServiceTime*11/10+time.Millisecond {
+		t.Errorf("service %v, cap %v: want about 10 ms and %d× it", a.ServiceTime, a.QueueDelayCap, autoCapPerService)
 	}
 }

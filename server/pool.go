@@ -340,7 +340,7 @@ func (p *pool) stop() {
 
 // stats returns a snapshot.
 // deriveLocked sets the pool CoDel's target from the average service time
-// S, as the loop derives its caps: C = 4·S in [1.5 ms, 1 s], target C/2, so
+// S, as the loop derives its caps: C = 2·S in [1.5 ms, 1 s], target C/2, so
 // while the queue is overloaded a frame that waited more than C is shed.
 func (p *pool) deriveLocked() {
 	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoMinCapNanos), autoMaxCapNanos) / 2))
