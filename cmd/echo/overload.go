@@ -35,6 +35,7 @@ type overloadFlags struct {
 	tenantReads    bool
 	concurrency    int
 	shed           bool
+	criticalBelow  int
 	codelTarget    time.Duration
 	codelInterval  time.Duration
 	maxQueueDelay  time.Duration
@@ -64,6 +65,7 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.tenantReads, "tenant-charge-reads", false, "with -tenant-bytes: charge bytes as they are read, before decoding; a read over quota has its frames refused and the connection is not read until the quota has room")
 	fs.IntVar(&o.concurrency, "concurrency", 0, "concurrency limit (bulkhead) on the simulated work; frames past it are refused with reason concurrency (0: none)")
 	fs.BoolVar(&o.shed, "shed", false, "active shedding: CoDel on each frame's queueing delay (on the loop, or in the worker pool), refusing with reason codel")
+	fs.IntVar(&o.criticalBelow, "critical-below", 0, "with the admission policy on: frames shorter than this many bytes are critical (refused last), the rest normal; a size-based AdmissionPolicy.Classify for measuring priorities (0: every frame normal)")
 	fs.DurationVar(&o.codelTarget, "codel-target", 5*time.Millisecond, "CoDel target queueing delay (-shed)")
 	fs.DurationVar(&o.codelInterval, "codel-interval", 100*time.Millisecond, "CoDel interval (-shed)")
 	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: derived from the measured handler time, see docs/OVERLOAD.md; negative: none, CoDel alone)")
@@ -93,8 +95,8 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 		return nil, nil, fmt.Errorf("-work-mode pool echoes frames: use -codec raw, length or line")
 	case o.tenantRate < 0 || o.tenantBurst < 0:
 		return nil, nil, fmt.Errorf("-tenant-rate %v, -tenant-burst %d: must not be negative", o.tenantRate, o.tenantBurst)
-	case o.maxQueuedBytes < 0 || o.maxInflight < 0 || o.budgetConns < 0 || o.concurrency < 0:
-		return nil, nil, fmt.Errorf("-max-queued-bytes, -max-inflight, -budget-conns and -concurrency must not be negative")
+	case o.maxQueuedBytes < 0 || o.maxInflight < 0 || o.budgetConns < 0 || o.concurrency < 0 || o.criticalBelow < 0:
+		return nil, nil, fmt.Errorf("-max-queued-bytes, -max-inflight, -budget-conns, -concurrency and -critical-below must not be negative")
 	}
 	if o.tenantReads && (!o.tenantBytes || o.tenantRate <= 0) {
 		return nil, nil, fmt.Errorf("-tenant-charge-reads needs -tenant-bytes and -tenant-rate")
@@ -158,6 +160,13 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 			RejectFlushDelay: offIfNegative(o.rejectDelay)}
 		if acfg.CoDel != nil { // the loop sheds on queueing delay
 			pol.MaxQueueDelay = offIfNegative(o.maxQueueDelay)
+		}
+		if n := o.criticalBelow; n > 0 {
+			pol.Classify = func(_ *server.Conn, frame []byte, f *admission.Frame) {
+				if len(frame) < n {
+					f.Priority = admission.PriorityCritical
+				}
+			}
 		}
 		cfg.Admission = pol
 	}
