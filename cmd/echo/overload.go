@@ -66,7 +66,7 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.concurrency, "concurrency", 0, "concurrency limit (bulkhead) on the simulated work; frames past it are refused with reason concurrency (0: none)")
 	fs.BoolVar(&o.shed, "shed", false, "active shedding: CoDel on each frame's queueing delay (on the loop, or in the worker pool), refusing with reason codel")
 	fs.IntVar(&o.criticalBelow, "critical-below", 0, "with the admission policy on: frames shorter than this many bytes are critical (refused last), the rest normal; a size-based AdmissionPolicy.Classify for measuring priorities (0: every frame normal)")
-	fs.DurationVar(&o.codelTarget, "codel-target", 5*time.Millisecond, "CoDel target queueing delay (-shed)")
+	fs.DurationVar(&o.codelTarget, "codel-target", 0, "CoDel target queueing delay (-shed; 0: derived from the measured service time in the worker pool, 5ms for a loop with a fixed -max-queue-delay)")
 	fs.DurationVar(&o.codelInterval, "codel-interval", 100*time.Millisecond, "CoDel interval (-shed)")
 	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: derived from the measured handler time, see docs/OVERLOAD.md; negative: none, CoDel alone)")
 	fs.DurationVar(&o.rejectDelay, "reject-flush-delay", 0, "with the admission policy on: a connection whose queued output is only rejects is written with its next reply or after this long, so shedding does not cost a writev per connection per turn (0: 10ms with the derived queueing-delay cap, else none; negative: rejects are written at once)")
