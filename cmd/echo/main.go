@@ -59,7 +59,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7000", "listen address host:port")
 	fs.IntVar(&cfg.Loops, "loops", 0, "event loops (0: GOMAXPROCS)")
-	codecName := fs.String("codec", protocol.NameRaw, "framing: raw, length (4-byte big-endian), line, or http (HTTP/1.1: Hello, World! on /, body echo on /echo)")
+	codecName := fs.String("codec", protocol.NameRaw, "framing: raw, length (4-byte big-endian), length16 (2-byte big-endian, protocol.LengthField), varint, line, or http (HTTP/1.1: Hello, World! on /, body echo on /echo)")
 	accept := fs.String("accept", "", "how loops share the listener: reuseport or exclusive (default: the engine's)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "connection budget; the listen gate closes there (0: none)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close connections idle this long (0: default 2m, <0: off)")
@@ -82,9 +82,9 @@ func run(args []string) error {
 		return err
 	}
 	switch *codecName {
-	case protocol.NameRaw, protocol.NameLength, protocol.NameLine, codecHTTP:
+	case protocol.NameRaw, protocol.NameLength, protocol.NameLength16, protocol.NameVarint, protocol.NameLine, codecHTTP:
 	default:
-		return fmt.Errorf("-codec %q: want raw, length, line or http", *codecName)
+		return fmt.Errorf("-codec %q: want raw, length, length16, varint, line or http", *codecName)
 	}
 	switch *accept {
 	case "":

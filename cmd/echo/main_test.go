@@ -216,3 +216,11 @@ func TestBadFlags(t *testing.T) {
 		t.Errorf("-h: %v", err)
 	}
 }
+
+// TestLength16Codec: -codec length16 frames with a 2-byte big-endian length
+// (protocol.LengthField) and echoes each frame with its header.
+func TestLength16Codec(t *testing.T) {
+	c := startCommand(t, "-addr", "127.0.0.1:0", "-codec", "length16")
+	echoOnce(t, c.addr, "\x00\x05hello\x00\x00\x00\x03abc")
+	c.stop(t)
+}

@@ -92,7 +92,7 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 	case o.workMode != workInline && o.workMode != workPool:
 		return nil, nil, fmt.Errorf("-work-mode %q: want inline or pool", o.workMode)
 	case o.workMode == workPool && codecName == codecHTTP:
-		return nil, nil, fmt.Errorf("-work-mode pool echoes frames: use -codec raw, length or line")
+		return nil, nil, fmt.Errorf("-work-mode pool echoes frames: use -codec raw, length, length16, varint or line")
 	case o.tenantRate < 0 || o.tenantBurst < 0:
 		return nil, nil, fmt.Errorf("-tenant-rate %v, -tenant-burst %d: must not be negative", o.tenantRate, o.tenantBurst)
 	case o.maxQueuedBytes < 0 || o.maxInflight < 0 || o.budgetConns < 0 || o.concurrency < 0 || o.criticalBelow < 0:
