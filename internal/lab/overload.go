@@ -50,9 +50,11 @@ type OverloadConfig struct {
 	// Goodput: Servers (nil: sluice-shed, sluice-shed-tight, sluice-noshed,
 	// gnet, net) do Work
 	// per frame (0: 200µs); each one's capacity is its closed-loop
-	// throughput with Conns × InFlight requests of Size bytes (0: 32 × 32 ×
-	// 64: enough queued work that a descheduled generator cannot leave the
-	// server idle), and it is then offered UnloadedFraction (0: 0.2) and Factor (0:
+	// throughput with Conns × InFlight requests of Size bytes (0: 32
+	// connections, 1,024 requests in flight over them and 64 bytes: enough
+	// queued work that a descheduled generator cannot leave the server
+	// idle, and not so much that requests outwait the generator's response
+	// timeout with many connections), and it is then offered UnloadedFraction (0: 0.2) and Factor (0:
 	// 5) times its median capacity in an open loop, for Warmup (0: 1s) and
 	// Duration (0: 3s). ShedArgs are sluice-shed's extra flags (nil:
 	// DefaultShedArgs).
@@ -159,8 +161,14 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 		c.Servers = []string{ServerSluiceShed, ServerSluiceShedTight, ServerSluiceNoShed, ServerGnet, ServerNet}
 	}
 	defD(&c.Work, 200*time.Microsecond)
+	// capacityInFlight is the default number of requests in flight over all
+	// connections in the capacity run: 32 × 32 at the default 32
+	// connections; at 1,000 connections 32 each queued 6 s of 200 µs work,
+	// past the generator's 5 s response timeout, and the run measured half
+	// the capacity.
+	const capacityInFlight = 1024
 	def(&c.Conns, 32)
-	def(&c.InFlight, 32)
+	def(&c.InFlight, max(1, capacityInFlight/c.Conns))
 	def(&c.Size, 64)
 	defF(&c.UnloadedFraction, 0.2)
 	defF(&c.Factor, 5)
