@@ -52,6 +52,13 @@ func (e *Engine) Backend() Backend { return e.backend }
 // either backend.
 var testBackend Backend
 
+// uringCheck reports why the io_uring backend cannot run here, or nil; a
+// variable so a test can play a kernel without io_uring.
+var uringCheck = func() error {
+	_, err := uringUsable()
+	return err
+}
+
 // chooseBackend settles which backend New's engine runs, logging once why
 // io_uring was refused.
 func (e *Engine) chooseBackend() {
@@ -62,7 +69,7 @@ func (e *Engine) chooseBackend() {
 	if want != BackendIOURing {
 		return
 	}
-	if _, err := uringUsable(); err != nil {
+	if err := uringCheck(); err != nil {
 		if lg := e.cfg.Logger; lg != nil {
 			lg.Warn("sluice: io_uring backend unavailable, using epoll", "err", err.Error())
 		}

@@ -16,7 +16,12 @@ import (
 // uringPoller is the io_uring readiness backend: the poller contract filled
 // with one multishot IORING_OP_POLL_ADD per registered descriptor (the timer
 // fd and the wake-up eventfd included, as with epoll), reaped from the
-// completion queue. Reads, writes and accepts stay the loop's system calls.
+// completion queue. Multishot polls are edge-triggered like EPOLLET; a
+// descriptor registered without evEdge (the listener, level-triggered under
+// epoll so an accept budget's leftovers are reported again) gets a one-shot
+// poll re-armed after each completion, which the kernel completes at once
+// while the descriptor stays ready. Reads, writes and accepts stay the
+// loop's system calls.
 //
 // Each registration is a record (pollReg) whose index and generation are the
 // poll's user_data; the fd, tag and interest live in the record, not in the
@@ -51,8 +56,9 @@ type uringEvent struct {
 // pollReg is one registration.
 type pollReg struct {
 	fd      int32
-	tag, ev uint32 // ev: the interest, without evEdge (io_uring polls are edge-triggered)
+	tag, ev uint32 // ev: the interest, without evEdge
 	gen     uint32
+	level   bool // registered without evEdge: a one-shot poll re-armed after each completion
 	live    bool // registered: byFd names it
 	armed   bool // a poll is in the kernel; its last completion has not been seen
 	queued  bool // on later
@@ -133,7 +139,8 @@ func (p *uringPoller) add(fd int, ev, tag uint32) error {
 		p.regs = append(p.regs, pollReg{})
 	}
 	r := &p.regs[i]
-	*r = pollReg{fd: int32(fd), tag: tag, ev: ev &^ evEdge, gen: (r.gen + 1) & uring.GenMask, live: true}
+	*r = pollReg{fd: int32(fd), tag: tag, ev: ev &^ evEdge, gen: (r.gen + 1) & uring.GenMask, live: true,
+		level: ev&evEdge == 0}
 	if fd >= len(p.byFd) {
 		grown := make([]uint32, max(64, 2*len(p.byFd), fd+1))
 		copy(grown, p.byFd)
@@ -198,6 +205,10 @@ func (p *uringPoller) settle(i uint32) {
 		var s *uring.SQE
 		if s, err = p.ring.PrepPollRemove(p.pollData(i), p.ctlData(i)); err == nil {
 			s.SetFlags(uring.FlagSkipSuccess)
+		}
+	case !r.armed && r.level:
+		if _, err = p.ring.PrepPollAdd(int(r.fd), r.ev, p.pollData(i)); err == nil {
+			r.armed, r.updated = true, false
 		}
 	case !r.armed:
 		if _, err = p.ring.PrepPollMultishot(int(r.fd), r.ev, p.pollData(i)); err == nil {

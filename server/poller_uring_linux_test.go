@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/uring"
 )
 
 // requireURing skips when the kernel refuses the io_uring backend.
@@ -74,3 +76,124 @@ func TestURingDelCloseSendsFIN(t *testing.T) {
 }
 
 func isEOF(err error) bool { return err != nil && err.Error() == "EOF" }
+
+// pollEvents waits (non-blocking, up to a second) until fd has an event
+// and returns the union of what it got.
+func pollEvents(p *poller, fd int) (tag, ev uint32) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		n, _ := p.wait(false)
+		for i := 0; i < n; i++ {
+			if f, tg, e := p.event(i); f == fd {
+				tag, ev = tg, ev|e
+			}
+		}
+		if ev != 0 {
+			return tag, ev
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0, 0
+}
+
+// TestURingModDelReuse: mod arms and disarms EPOLLOUT in place (an armed
+// writable socket reports at once), and after del and re-add of the same fd
+// number with a new tag only the new registration's events arrive.
+func TestURingModDelReuse(t *testing.T) {
+	requireURing(t)
+	p := openPollerOf(t, BackendIOURing)
+	fd, c := tcpPair(t)
+	if err := p.add(fd, connEvents, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.add(fd, connEvents, 5); err == nil {
+		t.Fatal("second add of the same fd succeeded")
+	}
+	if err := p.mod(fd, connEventsOut, 5); err != nil {
+		t.Fatal(err)
+	}
+	if tag, ev := pollEvents(p, fd); tag != 5 || ev&evOut == 0 {
+		t.Fatalf("after mod to OUT: tag %d ev %#x, want tag 5 with EPOLLOUT", tag, ev)
+	}
+	if err := p.mod(fd, connEvents, 5); err != nil {
+		t.Fatal(err)
+	}
+	// Unlike EPOLL_CTL_MOD the update takes effect at the next submission
+	// (or later, retried after -EALREADY): an event with the old mask may
+	// still come meanwhile, which the loop tolerates (it flushes on
+	// EPOLLOUT only while fOutArmed).
+	for k := 0; k < 10; k++ {
+		p.wait(false)
+		time.Sleep(time.Millisecond)
+	}
+	c.Write([]byte("x"))
+	if tag, ev := pollEvents(p, fd); tag != 5 || ev&evIn == 0 || ev&evOut != 0 {
+		t.Fatalf("after mod back: tag %d ev %#x, want EPOLLIN without EPOLLOUT", tag, ev)
+	}
+	if err := p.del(fd); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.mod(fd, connEvents, 5); err == nil {
+		t.Fatal("mod of a deleted fd succeeded")
+	}
+	if err := p.add(fd, connEvents, 6); err != nil { // the same fd number, a new connection
+		t.Fatal(err)
+	}
+	c.Write([]byte("y"))
+	if tag, ev := pollEvents(p, fd); tag != 6 || ev&evIn == 0 {
+		t.Fatalf("re-added: tag %d ev %#x, want tag 6 with EPOLLIN", tag, ev)
+	}
+	for k := 0; k < 5; k++ {
+		n, _ := p.wait(false)
+		for i := 0; i < n; i++ {
+			if f, tag, _ := p.event(i); f == fd && tag != 6 {
+				t.Fatalf("event with the removed registration's tag %d", tag)
+			}
+		}
+	}
+	unix.Close(fd)
+}
+
+// TestURingMalformedAndFailed: a completion naming no registration (or a
+// stale generation) is dropped; a poll that fails (here on a descriptor
+// that is not open) becomes evErr|evHup|evFail for its connection, which the
+// loop closes with errPollFailed; a failed poll of a tag-0 fd is the loop's
+// error.
+func TestURingMalformedAndFailed(t *testing.T) {
+	requireURing(t)
+	p := openPollerOf(t, BackendIOURing)
+	u := p.ur
+	for _, c := range []uring.CQE{
+		{UserData: uring.Pack(kindPoll, 1<<30, 0), Res: 1, Flags: 0},
+		{UserData: uring.Pack(kindPoll, 0, 77), Res: 1},
+		{UserData: uring.Pack(9, 0, u.regs[0].gen), Res: 1},
+		{UserData: uring.Pack(kindPollCtl, 0, u.regs[0].gen), Res: -int32(unix.ENOENT)},
+	} {
+		if out, err := u.complete(c, 0); out != 0 || err != nil {
+			t.Fatalf("%+v: %d events, %v; want it dropped", c, out, err)
+		}
+	}
+	fd, _ := tcpPair(t)
+	unix.Close(fd) // not open any more: the poll fails with EBADF
+	if err := p.add(fd, connEvents, 9); err != nil {
+		t.Fatal(err)
+	}
+	if tag, ev := pollEvents(p, fd); tag != 9 || ev&(evErr|evHup|evFail) != evErr|evHup|evFail {
+		t.Fatalf("failed poll: tag %d ev %#x, want evErr|evHup|evFail", tag, ev)
+	}
+	if err := p.del(fd); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := tcpPair(t)
+	unix.Close(bad)
+	if err := p.add(bad, evIn, 0); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for k := 0; k < 100 && err == nil; k++ {
+		_, err = p.wait(false)
+	}
+	if err == nil {
+		t.Fatal("a failed poll of a tag-0 fd was not an error")
+	}
+}

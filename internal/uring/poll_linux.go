@@ -32,6 +32,20 @@ func (r *Ring) PrepPollMultishot(fd int, events uint32, u UserData) (*SQE, error
 	return s, nil
 }
 
+// PrepPollAdd queues a one-shot poll of fd for events: one completion (Res
+// is the ready mask, More never set) as soon as fd is ready, at once if it
+// is ready when armed. Re-arming it after each completion gives
+// level-triggered readiness.
+func (r *Ring) PrepPollAdd(fd int, events uint32, u UserData) (*SQE, error) {
+	s, err := r.GetSQE()
+	if err != nil {
+		return nil, err
+	}
+	s.prep(opPollAdd, fd, 0, 0, 0, u)
+	s.opFlags = events
+	return s, nil
+}
+
 // PrepPollRemove queues the removal of the poll tagged target. Its own
 // completion, tagged u, has Res 0 when it found the poll, -ENOENT when none
 // was found and -EALREADY when the poll was being run (retry it); the removed

@@ -77,3 +77,26 @@ func TestPollMultishot(t *testing.T) {
 		t.Fatalf("second remove: Res %d, want -ENOENT", c.Res)
 	}
 }
+
+// TestPollOneshotLevel: a one-shot poll armed on a ready descriptor
+// completes at once without More, and re-arming it while the descriptor stays
+// ready completes again (level-triggered readiness by re-arming).
+func TestPollOneshotLevel(t *testing.T) {
+	r := newRing(t, uring.Config{})
+	fd, peer := acceptPair(t)
+	defer unix.Close(fd)
+	defer peer.Close()
+	if _, err := peer.Write([]byte("unread")); err != nil {
+		t.Fatal(err)
+	}
+	u := uring.Pack(1, uint32(fd), 1)
+	for i := range 3 {
+		if _, err := r.PrepPollAdd(fd, unix.POLLIN, u); err != nil {
+			t.Fatal(err)
+		}
+		cs := waitCQEs(t, r, countOf(u, 1))
+		if c, _ := find(cs, u); c.Res&unix.POLLIN == 0 || c.More() {
+			t.Fatalf("arm %d: %+v, want POLLIN without More", i, c)
+		}
+	}
+}
