@@ -50,6 +50,9 @@ func start(t testing.TB, cfg Config, h Handler) *Engine {
 	if err := e.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	if err := checkBackend(e); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -58,6 +61,15 @@ func start(t testing.TB, cfg Config, h Handler) *Engine {
 		}
 	})
 	return e
+}
+
+// checkBackend reports an engine that does not run the suite's backend
+// (SLUICE_TEST_BACKEND) although the kernel offers it.
+func checkBackend(e *Engine) error {
+	if _, err := uringUsable(); testBackend == BackendIOURing && err == nil && e.Backend() != BackendIOURing {
+		return fmt.Errorf("engine runs %v, want %v", e.Backend(), testBackend)
+	}
+	return nil
 }
 
 // dialSmallWindow connects with SO_RCVBUF set before connect(2) (shrinking
