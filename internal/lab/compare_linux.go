@@ -219,12 +219,12 @@ func (c *comparison) build(ctx context.Context, dir string) error {
 		switch srv {
 		case ServerSluice, ServerSluiceURing:
 			bin := filepath.Join(dir, "echo")
-			c.done("building ./cmd/echo")
 			st.Command = "cmd/echo " + strings.Join(c.serverArgs(srv), " ")
 			if _, err := os.Stat(filepath.Join(c.cfg.ModuleDir, "cmd", "echo")); err != nil {
 				st.Available, st.Reason = false, "./cmd/echo does not exist yet"
 			} else {
 				if c.echoErr == nil {
+					c.done("building ./cmd/echo")
 					msg := ""
 					if err := goBuild(ctx, c.cfg.GoCmd, c.cfg.ModuleDir, "./cmd/echo", bin); err != nil {
 						msg = "does not build yet: " + err.Error()
