@@ -197,3 +197,59 @@ func TestURingMalformedAndFailed(t *testing.T) {
 		t.Fatal("a failed poll of a tag-0 fd was not an error")
 	}
 }
+
+// TestURingScriptedCompletions feeds complete() the completions the kernel
+// may post around a registration's life and checks the bookkeeping: a live
+// poll that ends (cancelled, or without More after an event) is re-armed, a
+// removed one is freed when its last completion comes and its late events
+// are dropped, and a control operation refused with -EALREADY is retried.
+func TestURingScriptedCompletions(t *testing.T) {
+	requireURing(t)
+	p := openPollerOf(t, BackendIOURing)
+	u := p.ur
+	fd, _ := tcpPair(t)
+	if err := p.add(fd, connEvents, 4); err != nil {
+		t.Fatal(err)
+	}
+	i, _ := u.lookup(fd)
+	poll := u.pollData(i)
+	steps := []struct {
+		name    string
+		cqe     uring.CQE
+		before  func()
+		events  int
+		armed   bool
+		queued  bool
+		freedOK bool
+	}{
+		{name: "event with More", cqe: uring.CQE{UserData: poll, Res: int32(evIn), Flags: 2}, events: 1, armed: true},
+		{name: "cancelled while live: re-armed", cqe: uring.CQE{UserData: poll, Res: -int32(unix.ECANCELED)}, armed: true},
+		{name: "event, poll ended: reported and re-armed", cqe: uring.CQE{UserData: poll, Res: int32(evIn)}, events: 1, armed: true},
+		{name: "update refused (-EALREADY): retried next wait", cqe: uring.CQE{UserData: u.ctlData(i), Res: -int32(unix.EALREADY)}, armed: true, queued: true},
+		{name: "removed: a late event is dropped", before: func() { u.regs[i].queued = false; u.later = u.later[:0]; p.del(fd) },
+			cqe: uring.CQE{UserData: poll, Res: int32(evIn), Flags: 2}, armed: true},
+		{name: "removed: the last completion frees the record", cqe: uring.CQE{UserData: poll, Res: -int32(unix.ECANCELED)}, freedOK: true},
+		{name: "after free: a stray completion is dropped", cqe: uring.CQE{UserData: poll, Res: int32(evIn)}, freedOK: true},
+	}
+	for k, s := range steps {
+		if s.before != nil {
+			s.before()
+		}
+		free := len(u.free)
+		out, err := u.complete(s.cqe, 0)
+		r := u.regs[i]
+		if err != nil || out != s.events || r.armed != s.armed || r.queued != s.queued {
+			t.Fatalf("%d %s: %d events, %v, armed %v queued %v; want %d events, armed %v queued %v",
+				k, s.name, out, err, r.armed, r.queued, s.events, s.armed, s.queued)
+		}
+		if s.freedOK && !(len(u.free) > 0 && u.free[len(u.free)-1] == i) {
+			t.Fatalf("%d %s: record %d not on the free list (%v, was %d long)", k, s.name, i, u.free, free)
+		}
+		if out == 1 {
+			if f, tag, ev := u.event(0); f != fd || tag != 4 || ev != evIn {
+				t.Fatalf("%d %s: event (%d, %d, %#x)", k, s.name, f, tag, ev)
+			}
+		}
+	}
+	unix.Close(fd)
+}
