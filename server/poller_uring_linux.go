@@ -3,6 +3,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -258,9 +259,13 @@ func (p *uringPoller) wait(block bool) (int, error) {
 	} else {
 		_, err = p.ring.Submit()
 	}
-	if err != nil {
+	// EBUSY: completions overflowed and the queue is full (reaping them
+	// makes room); EAGAIN: the kernel was short of memory. Neither consumed
+	// the submissions, which stay queued for the next wait.
+	if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) {
 		return 0, err
 	}
+	err = nil
 	n := p.ring.PeekBatch(p.cqes)
 	out := 0
 	for k := 0; k < n; k++ {
