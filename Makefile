@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME ?= 3s
 PKGS := ./...
 
-.PHONY: run run-kv test vet crossbuild lint staticcheck unit allocs fuzz fuzz-smoke bench bench-micro bench-external fmt
+.PHONY: run run-kv test vet crossbuild lint staticcheck unit unit-uring allocs allocs-uring fuzz fuzz-smoke bench bench-micro bench-external fmt
 .PHONY: examples
 
 ## run: start the echo server on 127.0.0.1:7000 (Ctrl-C stops it).
@@ -19,7 +19,7 @@ run-kv:
 	$(GO) run ./cmd/kv $(ARGS)
 
 ## test: vet, a build for another OS, staticcheck, the race-enabled test suite, the allocation tests without -race, and every fuzz target briefly from its corpus.
-test: vet crossbuild staticcheck unit allocs fuzz-smoke
+test: vet crossbuild staticcheck unit unit-uring allocs allocs-uring fuzz-smoke
 test: examples
 
 vet:
@@ -40,9 +40,17 @@ fmt:
 unit:
 	$(GO) test -race -count=1 -timeout 10m $(PKGS)
 
+## unit-uring: the engine's suite once more with every engine on the io_uring backend (where the kernel refuses io_uring the engines fall back to epoll and this repeats unit's run).
+unit-uring:
+	SLUICE_TEST_BACKEND=io_uring $(GO) test -race -count=1 -timeout 10m ./server/...
+
 ## allocs: the zero-allocation tests, which skip under -race (its bookkeeping allocates): this pass is the one that runs them.
 allocs:
 	$(GO) test -count=1 -timeout 5m -run 'Alloc' $(PKGS)
+
+## allocs-uring: the engine's zero-allocation tests on the io_uring backend.
+allocs-uring:
+	SLUICE_TEST_BACKEND=io_uring $(GO) test -count=1 -timeout 5m -run 'Alloc' ./server/
 
 ## examples: build every program under examples/, run each on loopback, check one exchange, stop it by its pid.
 examples:

@@ -37,11 +37,18 @@ var echoHandlerAlloc = HandlerFuncs{Frame: func(c *Conn, frame []byte) Action {
 // frames per round trip, length codec (decode, handler, WriteFrame into the
 // out-queue, one writev). The steady state allocates nothing, in the
 // engine or the client.
-func TestEchoZeroAllocs(t *testing.T) {
+func TestEchoZeroAllocs(t *testing.T) { echoZeroAllocs(t, BackendEpoll) }
+
+// TestEchoZeroAllocsIOURing is TestEchoZeroAllocs on the io_uring backend
+// (epoll where the kernel refuses it).
+func TestEchoZeroAllocsIOURing(t *testing.T) { echoZeroAllocs(t, BackendIOURing) }
+
+func echoZeroAllocs(t *testing.T, b Backend) {
 	if raceEnabled {
 		t.Skip("the race detector's bookkeeping allocates")
 	}
-	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0)}, echoHandlerAlloc)
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Backend: b}, echoHandlerAlloc)
+	t.Logf("backend %v", e.Backend())
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(60 * time.Second))
 	out := pipelined(16, 64)

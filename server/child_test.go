@@ -61,6 +61,9 @@ func runChild(role string) int {
 		if err == nil {
 			err = e.Start()
 		}
+		if err == nil {
+			err = checkBackend(e)
+		}
 		if err != nil {
 			fmt.Println("error", err)
 			return 1

@@ -19,7 +19,8 @@ func (l *loop) finishClose(c *Conn) {
 	}
 }
 
-// closeNow closes c at once: fd closed (which also removes it from epoll),
+// closeNow closes c at once: fd closed (which also removes it from epoll;
+// other backends forget it first),
 // queued output dropped, buffers recycled, counters and the gate updated,
 // then OnClose. Nothing touches the fd afterwards; c stays in whatever lists
 // it is on and is skipped there.
@@ -37,6 +38,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	c.state.Store(stateClosed)
 	c.full.Store(false)
 	l.timers.remove(&c.tm)
+	l.p.forget(int(c.fd))
 	sysClose(int(c.fd))
 	l.conns[c.fd] = nil
 	l.nconns--
@@ -52,8 +54,12 @@ func (l *loop) closeNow(c *Conn, cause error) {
 }
 
 // hangupCause is the close cause for EPOLLHUP/EPOLLERR on a connection that
-// is not reading.
-func (l *loop) hangupCause(c *Conn) error {
+// is not reading, or whose poll failed (evFail: the backend can no longer
+// watch it).
+func (l *loop) hangupCause(c *Conn, ev uint32) error {
+	if ev&evFail != 0 {
+		return errPollFailed
+	}
 	if err := sockError(int(c.fd)); err != nil {
 		return err
 	}

@@ -78,6 +78,11 @@ type Config struct {
 	// Accept chooses how loops share the listener. Default AcceptDefault.
 	Accept AcceptMode
 
+	// Backend chooses how the loops learn that sockets are ready. Default
+	// BackendEpoll; BackendIOURing falls back to epoll (and logs why) where
+	// the kernel lacks what it needs. Engine.Backend says which one runs.
+	Backend Backend
+
 	// Backlog is the listen(2) backlog; the kernel caps it at
 	// net.core.somaxconn. Default 4096.
 	Backlog int
@@ -319,6 +324,8 @@ func (cfg Config) Validate() error {
 	switch {
 	case c.Accept > AcceptExclusive:
 		return bad("Accept", c.Accept, "unknown mode")
+	case c.Backend > BackendIOURing:
+		return bad("Backend", c.Backend, "unknown backend")
 	case c.Loops > maxLoops:
 		return bad("Loops", c.Loops, fmt.Sprintf("at most %d", maxLoops))
 	case c.MaxConns < 0:

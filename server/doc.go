@@ -96,6 +96,20 @@
 // eventfd wake-up is guarded by a CAS flag: a loop that is awake gets no
 // write at all, and a burst while it sleeps costs one.
 //
+// # Backends
+//
+// Config.Backend chooses how a loop learns that its sockets are ready.
+// BackendEpoll, the default, is one edge-triggered epoll set per loop.
+// BackendIOURing gives each loop an io_uring instance, set up on the loop's
+// locked thread, with one multishot poll per connection (edge-triggered like
+// EPOLLET; the listener, level-triggered, a one-shot poll re-armed after each
+// completion): the same events, reaped from the completion queue. Reads,
+// writes and accepts are the same system calls on both; the completion-based
+// data path (multishot recv into provided buffers, sends from the ring) is
+// not built yet. Where the kernel refuses io_uring or lacks a feature the
+// backend needs, New falls back to epoll and logs why; Engine.Backend says
+// which backend runs.
+//
 // # Accept
 //
 // AcceptReusePort (one SO_REUSEPORT socket per loop) and AcceptExclusive

@@ -58,6 +58,8 @@ type Engine struct {
 
 	errOnce sync.Once
 	err     error // first loop failure
+
+	backend Backend // what the loops run (chooseBackend)
 }
 
 // New validates cfg and returns an engine that is not yet listening. With
@@ -76,6 +78,7 @@ func New(cfg Config, h Handler) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg.withDefaults(), h: h, start: time.Now(), done: make(chan struct{})}
+	e.chooseBackend()
 	if e.cfg.Pool.Handler != nil {
 		p, err := newPool(e)
 		if err != nil {
@@ -94,6 +97,7 @@ func New(cfg Config, h Handler) (*Engine, error) {
 	e.loops = make([]*loop, e.cfg.Loops)
 	for i := range e.loops {
 		e.loops[i] = newLoop(e, i)
+		e.loops[i].p.use(e.backend)
 	}
 	return e, nil
 }

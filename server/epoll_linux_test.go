@@ -1,13 +1,15 @@
 package server
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// These tests pin down the epoll behaviour the loop relies on.
+// These tests pin down the readiness behaviour the loop relies on, on the
+// backend the suite runs on (epoll, or SLUICE_TEST_BACKEND=io_uring).
 
 func socketpair(t *testing.T) (a, b int) {
 	t.Helper()
@@ -19,14 +21,35 @@ func socketpair(t *testing.T) (a, b int) {
 	return fds[0], fds[1]
 }
 
+// openPoller opens a poller of the backend the suite runs on
+// (SLUICE_TEST_BACKEND), attached to the test goroutine's locked thread.
 func openPoller(t *testing.T) *poller {
 	t.Helper()
+	return openPollerOf(t, testBackend)
+}
+
+func openPollerOf(t *testing.T, b Backend) *poller {
+	t.Helper()
 	p := new(poller)
+	p.use(b)
+	runtime.LockOSThread()
 	if err := p.open(16); err != nil {
+		runtime.UnlockOSThread()
 		t.Fatal(err)
 	}
-	t.Cleanup(p.close)
+	t.Cleanup(func() { p.close(); runtime.UnlockOSThread() })
+	if err := p.attach(); err != nil {
+		t.Fatal(err)
+	}
 	return p
+}
+
+// pollerFDs returns the poller's timer and wake-up fds.
+func pollerFDs(p *poller) (timerfd, wakefd int) {
+	if p.ur != nil {
+		return p.ur.timerfd, p.ur.wakefd
+	}
+	return p.ep.timerfd, p.ep.wakefd
 }
 
 // waitFor polls until an event for fd arrives or a second passes.
@@ -100,17 +123,18 @@ func TestEdgeShortRead(t *testing.T) {
 // edge-triggered and never read: every re-arm and every write is a new edge.
 func TestEdgeTimerAndWakeWithoutRead(t *testing.T) {
 	p := openPoller(t)
+	timerfd, wakefd := pollerFDs(p)
 	for i := 0; i < 5; i++ {
 		if err := p.armTimer(int64(time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := waitFor(p, p.timerfd); !ok {
+		if _, ok := waitFor(p, timerfd); !ok {
 			t.Fatalf("round %d: timerfd expiry not reported", i)
 		}
 		if err := p.wake(); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := waitFor(p, p.wakefd); !ok {
+		if _, ok := waitFor(p, wakefd); !ok {
 			t.Fatalf("round %d: eventfd write not reported", i)
 		}
 	}

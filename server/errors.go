@@ -111,3 +111,8 @@ func (e *timeoutError) Timeout() bool { return true }
 
 // Is matches os.ErrDeadlineExceeded.
 func (e *timeoutError) Is(target error) bool { return target == os.ErrDeadlineExceeded }
+
+// errPollFailed is the close cause of a connection whose readiness the
+// backend can no longer watch (an io_uring poll that failed with an errno
+// other than a cancellation); it counts as an I/O error.
+var errPollFailed = errors.New("sluice: io_uring poll of the connection failed")

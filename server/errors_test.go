@@ -15,7 +15,7 @@ func TestErrors(t *testing.T) {
 	all := []error{ErrUnsupported, ErrInvalidConfig, ErrStarted, ErrEngineClosed, ErrClosed,
 		ErrQueueFull, ErrInboxFull, ErrIdleTimeout, ErrFrameTimeout, ErrWriteStall,
 		ErrFrameTooLarge, ErrMalformed, ErrPeerClosed, ErrLocalClose, ErrShutdown, ErrRejected,
-		errInBufferFull, errCodecOverrun}
+		errInBufferFull, errCodecOverrun, errPollFailed}
 	for i, err := range all {
 		if !strings.HasPrefix(err.Error(), "sluice: ") {
 			t.Errorf("%d: %q lacks the sluice: prefix", i, err)

@@ -157,6 +157,9 @@ func (l *loop) run() {
 	runtime.LockOSThread() // never unlocked: the thread exits with the loop
 	l.m.Store(getm())
 	defer l.exit()
+	if err := l.p.attach(); err != nil { // per-thread backend setup (io_uring: the ring)
+		l.e.fail(err)
+	}
 	l.now = l.e.clock()
 	for !l.exiting {
 		n, err := l.wait()
@@ -297,8 +300,8 @@ func (l *loop) ioPhase(n int) {
 		if ev&(evRdHup|evHup|evErr) != 0 {
 			c.flags |= fRdHup
 		}
-		if ev&(evHup|evErr) != 0 && !c.readable() && c.flags&fClosed == 0 {
-			l.closeNow(c, l.hangupCause(c))
+		if ev&(evHup|evErr) != 0 && (!c.readable() || ev&evFail != 0) && c.flags&fClosed == 0 {
+			l.closeNow(c, l.hangupCause(c, ev))
 			continue
 		}
 		l.readConn(c, true)

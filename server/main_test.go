@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"syscall"
@@ -12,11 +13,24 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if b := os.Getenv(backendEnv); b != "" {
+		var err error
+		if testBackend, err = ParseBackend(b); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	if child := os.Getenv(childEnv); child != "" {
 		os.Exit(runChild(child))
 	}
 	goleak.VerifyTestMain(m)
 }
+
+// backendEnv selects the backend every engine and poller in the suite runs
+// on ("epoll", the default, or "io_uring"; Config.Backend is overridden).
+// Subprocesses inherit it. With io_uring where the kernel refuses it, engines
+// fall back to epoll and the suite still passes.
+const backendEnv = "SLUICE_TEST_BACKEND"
 
 // childEnv names the subprocess role when the test binary re-executes
 // itself (RLIMIT_NOFILE tests, memory measurement), so the parent's limits
@@ -36,6 +50,9 @@ func start(t testing.TB, cfg Config, h Handler) *Engine {
 	if err := e.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	if err := checkBackend(e); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -44,6 +61,15 @@ func start(t testing.TB, cfg Config, h Handler) *Engine {
 		}
 	})
 	return e
+}
+
+// checkBackend reports an engine that does not run the suite's backend
+// (SLUICE_TEST_BACKEND) although the kernel offers it.
+func checkBackend(e *Engine) error {
+	if _, err := uringUsable(); testBackend == BackendIOURing && err == nil && e.Backend() != BackendIOURing {
+		return fmt.Errorf("engine runs %v, want %v", e.Backend(), testBackend)
+	}
+	return nil
 }
 
 // dialSmallWindow connects with SO_RCVBUF set before connect(2) (shrinking

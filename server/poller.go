@@ -13,7 +13,12 @@ package server
 //	func (p *poller) wake() error                     // make a blocked wait return; any goroutine
 //	func (p *poller) armTimer(afterNanos int64) error // the timer fd fires once after afterNanos
 //	func (p *poller) close()                          // release everything open opened
+//	func (p *poller) use(b Backend)                   // before open: which backend to run
+//	func (p *poller) attach() error                   // on the loop's locked thread, before the first wait
+//	func (p *poller) forget(fd int)                   // fd, still registered, is about to be closed
 //
+// poller itself (backend_linux.go) hands each call to the backend use chose:
+// epollPoller (poller_linux.go) or uringPoller (poller_uring_linux.go).
 // and the event bits evIn, evOut, evRdHup, evHup, evErr, evEdge, evExclusive.
 //
 // tag is 32 bits the backend hands back with each event: the loop stores the

@@ -20,11 +20,11 @@ const (
 	evExclusive = unix.EPOLLEXCLUSIVE
 )
 
-// poller is the epoll backend: one epoll set, one timerfd (CLOCK_MONOTONIC,
+// epollPoller is the epoll backend: one epoll set, one timerfd (CLOCK_MONOTONIC,
 // the clock Go's monotonic time uses) and one eventfd, both registered
 // edge-triggered so neither needs a read: every expiry or write is a new
 // edge, and timerfd_settime resets the expiry count.
-type poller struct {
+type epollPoller struct {
 	epfd    int
 	timerfd int
 	wakefd  int
@@ -32,7 +32,7 @@ type poller struct {
 	events  []unix.EpollEvent
 }
 
-func (p *poller) open(maxEvents int) error {
+func (p *epollPoller) open(maxEvents int) error {
 	p.epfd, p.timerfd, p.wakefd, p.opened = -1, -1, -1, true
 	var err error
 	if p.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
@@ -59,7 +59,7 @@ func (p *poller) open(maxEvents int) error {
 	return nil
 }
 
-func (p *poller) ctl(op, fd int, ev, tag uint32) error {
+func (p *epollPoller) ctl(op, fd int, ev, tag uint32) error {
 	e := unix.EpollEvent{Events: ev, Fd: int32(fd), Pad: int32(tag)}
 	_, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(p.epfd), uintptr(op), uintptr(fd),
 		uintptr(unsafe.Pointer(&e)), 0, 0)
@@ -69,18 +69,22 @@ func (p *poller) ctl(op, fd int, ev, tag uint32) error {
 	return nil
 }
 
-func (p *poller) add(fd int, ev, tag uint32) error { return p.ctl(unix.EPOLL_CTL_ADD, fd, ev, tag) }
+func (p *epollPoller) add(fd int, ev, tag uint32) error {
+	return p.ctl(unix.EPOLL_CTL_ADD, fd, ev, tag)
+}
 
-func (p *poller) mod(fd int, ev, tag uint32) error { return p.ctl(unix.EPOLL_CTL_MOD, fd, ev, tag) }
+func (p *epollPoller) mod(fd int, ev, tag uint32) error {
+	return p.ctl(unix.EPOLL_CTL_MOD, fd, ev, tag)
+}
 
-func (p *poller) del(fd int) error { return p.ctl(unix.EPOLL_CTL_DEL, fd, 0, 0) }
+func (p *epollPoller) del(fd int) error { return p.ctl(unix.EPOLL_CTL_DEL, fd, 0, 0) }
 
 // wait fills p.events. block=false is a raw epoll_pwait with timeout 0: it
 // cannot block, so it skips the runtime's entersyscall/exitsyscall and gives
 // sysmon no syscall to preempt. block=true sleeps (timeout -1; deadlines come
 // through the timerfd) through an ordinary syscall so the runtime can hand
 // the P to other goroutines. EINTR returns 0 events.
-func (p *poller) wait(block bool) (int, error) {
+func (p *epollPoller) wait(block bool) (int, error) {
 	var r uintptr
 	var errno unix.Errno
 	ptr := uintptr(unsafe.Pointer(&p.events[0]))
@@ -100,7 +104,7 @@ func (p *poller) wait(block bool) (int, error) {
 	return 0, os.NewSyscallError("epoll_pwait", errno)
 }
 
-func (p *poller) event(i int) (fd int, tag, ev uint32) {
+func (p *epollPoller) event(i int) (fd int, tag, ev uint32) {
 	e := &p.events[i]
 	return int(e.Fd), uint32(e.Pad), e.Events
 }
@@ -108,7 +112,7 @@ func (p *poller) event(i int) (fd int, tag, ev uint32) {
 var wakeValue = uint64(1)
 
 // wake adds 1 to the eventfd: a new edge for the loop's epoll set.
-func (p *poller) wake() error {
+func (p *epollPoller) wake() error {
 	if !p.opened {
 		return nil
 	}
@@ -122,7 +126,7 @@ func (p *poller) wake() error {
 
 // armTimer makes the timerfd fire once, afterNanos from now (at least 1 ns;
 // a zero it_value would disarm it).
-func (p *poller) armTimer(afterNanos int64) error {
+func (p *epollPoller) armTimer(afterNanos int64) error {
 	if afterNanos < 1 {
 		afterNanos = 1
 	}
@@ -135,7 +139,7 @@ func (p *poller) armTimer(afterNanos int64) error {
 	return nil
 }
 
-func (p *poller) close() {
+func (p *epollPoller) close() {
 	if !p.opened {
 		return
 	}

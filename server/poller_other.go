@@ -6,6 +6,9 @@ import "net/netip"
 
 const platformSupported = false
 
+// evFail: a placeholder like the bits below.
+const evFail = 1 << 27
+
 // Event bits: placeholders so the loop compiles; New refuses to run here.
 const (
 	evIn        = 1 << iota
@@ -30,6 +33,10 @@ func (p *poller) event(i int) (fd int, tag, ev uint32) { return -1, 0, 0 }
 func (p *poller) wake() error                          { return ErrUnsupported }
 func (p *poller) armTimer(afterNanos int64) error      { return ErrUnsupported }
 func (p *poller) close()                               {}
+func (p *poller) use(b Backend)                        {}
+func (p *poller) forget(fd int)                        {}
+func (p *poller) attach() error                        { return ErrUnsupported }
+func uringUsable() (struct{}, error)                   { return struct{}{}, ErrUnsupported }
 func sysRead(fd int, b []byte) (int, errno)            { return 0, errnoUnsupported }
 func sysClose(fd int)                                  {}
 func sysAccept(lfd int) (int, netip.AddrPort, errno)   { return -1, netip.AddrPort{}, errnoUnsupported }

@@ -56,11 +56,13 @@ func main() {
 
 func run(args []string) error {
 	var cfg server.Config
+	var err error
 	fs := flag.NewFlagSet("echo", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7000", "listen address host:port")
 	fs.IntVar(&cfg.Loops, "loops", 0, "event loops (0: GOMAXPROCS)")
 	codecName := fs.String("codec", protocol.NameRaw, "framing: raw, length (4-byte big-endian), length16 (2-byte big-endian, protocol.LengthField), varint, line, or http (HTTP/1.1: Hello, World! on /, body echo on /echo)")
 	accept := fs.String("accept", "", "how loops share the listener: reuseport or exclusive (default: the engine's)")
+	backend := fs.String("backend", "epoll", "readiness backend: epoll or io_uring (falls back to epoll, with a log line, where the kernel lacks it)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", 0, "connection budget; the listen gate closes there (0: none)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close connections idle this long (0: default 2m, <0: off)")
 	fs.DurationVar(&cfg.FrameTimeout, "frame-timeout", 0, "close connections whose frame takes this long (0: default 30s, <0: off)")
@@ -94,6 +96,9 @@ func run(args []string) error {
 		cfg.Accept = server.AcceptExclusive
 	default:
 		return fmt.Errorf("-accept %q: want reuseport or exclusive", *accept)
+	}
+	if cfg.Backend, err = server.ParseBackend(*backend); err != nil {
+		return fmt.Errorf("-backend: %w", err)
 	}
 	var handler server.Handler = echoHandler{}
 	if *codecName == codecHTTP {

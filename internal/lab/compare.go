@@ -12,17 +12,20 @@ import (
 
 // Server names known to the comparison runner.
 const (
-	ServerSluice  = "sluice"  // cmd/echo
-	ServerGnet    = "gnet"    // internal/lab/peers gnet v2 echo
-	ServerNet     = "net"     // internal/lab/peers goroutine-per-connection echo
-	ServerTrivial = "trivial" // internal/lab/peers raw epoll echo, for the generator's ceiling
-	ServerCEpoll  = "c-epoll" // peers/epoll_echo.c: the C epoll floor
-	ServerCUring  = "c-uring" // peers/uring_echo.c: the C io_uring floor (needs liburing)
+	ServerSluice = "sluice" // cmd/echo
+	// ServerSluiceURing is cmd/echo -backend io_uring (epoll, and a note in
+	// its log, where the kernel lacks io_uring).
+	ServerSluiceURing = "sluice-uring"
+	ServerGnet        = "gnet"    // internal/lab/peers gnet v2 echo
+	ServerNet         = "net"     // internal/lab/peers goroutine-per-connection echo
+	ServerTrivial     = "trivial" // internal/lab/peers raw epoll echo, for the generator's ceiling
+	ServerCEpoll      = "c-epoll" // peers/epoll_echo.c: the C epoll floor
+	ServerCUring      = "c-uring" // peers/uring_echo.c: the C io_uring floor (needs liburing)
 )
 
 // knownServers lists every server a comparison can run, in the order the
 // usage text gives them.
-var knownServers = []string{ServerSluice, ServerGnet, ServerNet, ServerTrivial, ServerCEpoll, ServerCUring}
+var knownServers = []string{ServerSluice, ServerSluiceURing, ServerGnet, ServerNet, ServerTrivial, ServerCEpoll, ServerCUring}
 
 // DefaultServers is the default comparison: sluice, gnet and the standard
 // library, in this order within every round.

@@ -36,6 +36,7 @@ type comparison struct {
 	cfg      CompareConfig
 	benchBin string
 	bins     map[string]string // server -> binary
+	echoErr  *string           // cmd/echo's build result once built (sluice and sluice-uring share it): "" or the failure
 	servers  []string          // available, in order
 	rep      *Report
 	runsDone int
@@ -63,7 +64,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Report, error) {
 	needBuild := cfg.BenchBin == ""
 	for _, srv := range cfg.Servers {
 		_, isC := cPeers[srv]
-		needBuild = needBuild || srv == ServerSluice || isC && cfg.PeersDir == ""
+		needBuild = needBuild || srv == ServerSluice || srv == ServerSluiceURing || isC && cfg.PeersDir == ""
 	}
 	if cfg.ModuleDir == "" && needBuild {
 		wd, err := os.Getwd()
@@ -216,14 +217,23 @@ func (c *comparison) build(ctx context.Context, dir string) error {
 	for _, srv := range c.cfg.Servers {
 		st := ServerStatus{Name: srv, Available: true}
 		switch srv {
-		case ServerSluice:
+		case ServerSluice, ServerSluiceURing:
 			bin := filepath.Join(dir, "echo")
-			c.done("building ./cmd/echo")
 			st.Command = "cmd/echo " + strings.Join(c.serverArgs(srv), " ")
 			if _, err := os.Stat(filepath.Join(c.cfg.ModuleDir, "cmd", "echo")); err != nil {
 				st.Available, st.Reason = false, "./cmd/echo does not exist yet"
-			} else if err := goBuild(ctx, c.cfg.GoCmd, c.cfg.ModuleDir, "./cmd/echo", bin); err != nil {
-				st.Available, st.Reason = false, "does not build yet: "+err.Error()
+			} else {
+				if c.echoErr == nil {
+					c.done("building ./cmd/echo")
+					msg := ""
+					if err := goBuild(ctx, c.cfg.GoCmd, c.cfg.ModuleDir, "./cmd/echo", bin); err != nil {
+						msg = "does not build yet: " + err.Error()
+					}
+					c.echoErr = &msg
+				}
+				if *c.echoErr != "" {
+					st.Available, st.Reason = false, *c.echoErr
+				}
 			}
 			c.bins[srv] = bin
 		case ServerCEpoll, ServerCUring:
@@ -255,8 +265,11 @@ func (c *comparison) build(ctx context.Context, dir string) error {
 // serverArgs returns the command line of a server.
 func (c *comparison) serverArgs(srv string) []string {
 	loops := strconv.Itoa(c.cfg.ServerProcs)
-	if srv == ServerSluice {
+	switch srv {
+	case ServerSluice:
 		return []string{"-addr", "127.0.0.1:0", "-codec", c.cfg.Codec.String(), "-loops", loops}
+	case ServerSluiceURing:
+		return []string{"-addr", "127.0.0.1:0", "-codec", c.cfg.Codec.String(), "-loops", loops, "-backend", "io_uring"}
 	}
 	return []string{"peer", "-kind", srv, "-codec", c.cfg.Codec.String(), "-addr", "127.0.0.1:0", "-loops", loops}
 }

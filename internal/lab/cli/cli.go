@@ -74,7 +74,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage: bench <command> [flags]
 
 commands:
-  compare   run the comparison matrix (sluice cmd/echo, gnet, net; -servers adds c-epoll, c-uring) and write the report
+  compare   run the comparison matrix (sluice cmd/echo, gnet, net; -servers adds sluice-uring, c-epoll, c-uring) and write the report
   load      run one load test (closed or open loop) against a server
   peer      run a peer server: gnet, net, or trivial (for the generator's ceiling); gnet-http, nethttp
   render    re-render report.md and the charts from a saved report.json

@@ -16,7 +16,7 @@ import (
 // runCompare runs the comparison matrix and writes the report.
 func runCompare(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench compare", flag.ExitOnError)
-	servers := fs.String("servers", "sluice,gnet,net", "servers, in the order they alternate within a round: sluice, gnet, net, trivial, c-epoll, c-uring (the C floor servers, built with cc from -peers-dir)")
+	servers := fs.String("servers", "sluice,gnet,net", "servers, in the order they alternate within a round: sluice, sluice-uring (cmd/echo -backend io_uring), gnet, net, trivial, c-epoll, c-uring (the C floor servers, built with cc from -peers-dir)")
 	peersDir := fs.String("peers-dir", "", "directory holding the C floor servers' sources epoll_echo.c and uring_echo.c (empty: "+lab.DefaultPeersDir+" relative to the module root)")
 	cc := fs.String("cc", "cc", "C compiler for the C floor servers")
 	scenarios := fs.String("scenarios", "default", `scenarios: "default" (64x1x64,256x16x64,64x1x4096,1000x1x128,open50,open90) or a list of CONNSxINFLIGHTxBYTES and openNN`)

@@ -1,0 +1,79 @@
+package server
+
+import "fmt"
+
+// Backend says how an engine's loops learn that their sockets are ready.
+// Reads, writes and accepts are the same system calls on every backend;
+// handlers, codecs, Conn, admission, metrics and shutdown do not change.
+type Backend uint8
+
+const (
+	// BackendEpoll is the default: one edge-triggered epoll set per loop.
+	BackendEpoll Backend = iota
+	// BackendIOURing gives each loop an io_uring instance, created on the
+	// loop's locked thread (SINGLE_ISSUER and DEFER_TASKRUN where the
+	// kernel has them), with one multishot IORING_OP_POLL_ADD per
+	// registered descriptor: the same edge-triggered readiness, reaped from
+	// the completion queue with one io_uring_enter per wait. Where io_uring
+	// or a feature it needs is missing, New falls back to BackendEpoll and
+	// logs why through Config.Logger.
+	BackendIOURing
+)
+
+// String returns "epoll" or "io_uring".
+func (b Backend) String() string {
+	switch b {
+	case BackendEpoll:
+		return "epoll"
+	case BackendIOURing:
+		return "io_uring"
+	}
+	return fmt.Sprintf("Backend(%d)", uint8(b))
+}
+
+// ParseBackend returns the Backend that String names ("epoll", "io_uring").
+func ParseBackend(s string) (Backend, error) {
+	switch s {
+	case "epoll", "":
+		return BackendEpoll, nil
+	case "io_uring", "iouring", "uring":
+		return BackendIOURing, nil
+	}
+	return 0, fmt.Errorf("%w: unknown backend %q (epoll, io_uring)", ErrInvalidConfig, s)
+}
+
+// Backend returns the backend the engine's loops run: Config.Backend, or
+// BackendEpoll when New fell back because the kernel lacks io_uring or a
+// feature the io_uring backend needs.
+func (e *Engine) Backend() Backend { return e.backend }
+
+// testBackend, when not zero, replaces Config.Backend in New. Only tests set
+// it (SLUICE_TEST_BACKEND, see main_test.go), so the whole suite can run on
+// either backend.
+var testBackend Backend
+
+// uringCheck reports why the io_uring backend cannot run here, or nil; a
+// variable so a test can play a kernel without io_uring.
+var uringCheck = func() error {
+	_, err := uringUsable()
+	return err
+}
+
+// chooseBackend settles which backend New's engine runs, logging once why
+// io_uring was refused.
+func (e *Engine) chooseBackend() {
+	want := e.cfg.Backend
+	if testBackend != BackendEpoll {
+		want = testBackend
+	}
+	if want != BackendIOURing {
+		return
+	}
+	if err := uringCheck(); err != nil {
+		if lg := e.cfg.Logger; lg != nil {
+			lg.Warn("sluice: io_uring backend unavailable, using epoll", "err", err.Error())
+		}
+		return
+	}
+	e.backend = BackendIOURing
+}

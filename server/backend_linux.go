@@ -1,0 +1,104 @@
+package server
+
+// evFail is set, with evErr and evHup, on an event for a descriptor the
+// backend can no longer watch (an io_uring poll that failed): the loop closes
+// the connection with errPollFailed. Epoll never sets it (bit 27 is no
+// EPOLL* flag, and poll masks fit in 16 bits).
+const evFail = 1 << 27
+
+// poller is the loop's backend: epoll unless use chose io_uring. Each method
+// is one branch and a call, so the epoll path is the epoll code as before.
+type poller struct {
+	ep epollPoller
+	ur *uringPoller // nil: epoll
+}
+
+// use chooses the backend; it is called before open.
+func (p *poller) use(b Backend) {
+	if b == BackendIOURing {
+		p.ur = &uringPoller{}
+	}
+}
+
+func (p *poller) open(maxEvents int) error {
+	if p.ur != nil {
+		return p.ur.open(maxEvents)
+	}
+	return p.ep.open(maxEvents)
+}
+
+// attach runs on the loop's locked thread before its first wait: io_uring
+// sets its ring up there (SINGLE_ISSUER); epoll has nothing to do.
+func (p *poller) attach() error {
+	if p.ur != nil {
+		return p.ur.attach()
+	}
+	return nil
+}
+
+func (p *poller) add(fd int, ev, tag uint32) error {
+	if p.ur != nil {
+		return p.ur.add(fd, ev, tag)
+	}
+	return p.ep.add(fd, ev, tag)
+}
+
+func (p *poller) mod(fd int, ev, tag uint32) error {
+	if p.ur != nil {
+		return p.ur.mod(fd, ev, tag)
+	}
+	return p.ep.mod(fd, ev, tag)
+}
+
+func (p *poller) del(fd int) error {
+	if p.ur != nil {
+		return p.ur.del(fd)
+	}
+	return p.ep.del(fd)
+}
+
+// forget is called just before a registered connection fd is closed.
+// Closing removes an fd from an epoll set, so epoll does nothing; an
+// io_uring poll holds a reference to the file (the socket would stay open),
+// so io_uring removes it.
+func (p *poller) forget(fd int) {
+	if p.ur != nil {
+		p.ur.del(fd)
+	}
+}
+
+func (p *poller) wait(block bool) (int, error) {
+	if p.ur != nil {
+		return p.ur.wait(block)
+	}
+	return p.ep.wait(block)
+}
+
+func (p *poller) event(i int) (fd int, tag, ev uint32) {
+	if p.ur != nil {
+		return p.ur.event(i)
+	}
+	return p.ep.event(i)
+}
+
+func (p *poller) wake() error {
+	if p.ur != nil {
+		return p.ur.wake()
+	}
+	return p.ep.wake()
+}
+
+func (p *poller) armTimer(afterNanos int64) error {
+	if p.ur != nil {
+		return p.ur.armTimer(afterNanos)
+	}
+	return p.ep.armTimer(afterNanos)
+}
+
+func (p *poller) close() {
+	if p.ur != nil {
+		p.ur.close()
+		return
+	}
+	p.ep.close()
+}

@@ -1,0 +1,398 @@
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
+
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/uring"
+)
+
+// uringPoller is the io_uring readiness backend: the poller contract filled
+// with one multishot IORING_OP_POLL_ADD per registered descriptor (the timer
+// fd and the wake-up eventfd included, as with epoll), reaped from the
+// completion queue. Multishot polls are edge-triggered like EPOLLET; a
+// descriptor registered without evEdge (the listener, level-triggered under
+// epoll so an accept budget's leftovers are reported again) gets a one-shot
+// poll re-armed after each completion, which the kernel completes at once
+// while the descriptor stays ready. Reads, writes and accepts stay the
+// loop's system calls.
+//
+// Each registration is a record (pollReg) whose index and generation are the
+// poll's user_data; the fd, tag and interest live in the record, not in the
+// kernel. mod updates the events in place (IORING_POLL_UPDATE_EVENTS), del
+// removes the poll, and a record is reused only after the kernel posted the
+// poll's last completion (no IORING_CQE_F_MORE), so a completion always
+// names the registration it belongs to: one for a removed registration is
+// dropped, whatever has reused its fd since. A poll that ends while still
+// registered is re-armed. Control operations are submitted with
+// CQE_SKIP_SUCCESS; a failed one that may be retried (-EALREADY: the poll
+// was being run) is queued again for the next wait.
+type uringPoller struct {
+	ring      *uring.Ring // nil until attach
+	timerfd   int
+	wakefd    int
+	opened    bool
+	maxEvents int
+	cqes      []uring.CQE
+	events    []uringEvent
+	regs      []pollReg
+	free      []uint32
+	byFd      []uint32 // fd → index+1 of its registration; 0: none
+	later     []uint32 // registrations with a submission still to make (settle)
+}
+
+// uringEvent is one event of the last wait, as event(i) returns it.
+type uringEvent struct {
+	fd      int32
+	tag, ev uint32
+}
+
+// pollReg is one registration.
+type pollReg struct {
+	fd      int32
+	tag, ev uint32 // ev: the interest, without evEdge
+	gen     uint32
+	level   bool // registered without evEdge: a one-shot poll re-armed after each completion
+	live    bool // registered: byFd names it
+	armed   bool // a poll is in the kernel; its last completion has not been seen
+	queued  bool // on later
+	updated bool // ev changed and the kernel has not been told yet
+}
+
+// User_data kinds of the backend's submissions.
+const (
+	kindPoll    = 1 // the multishot poll of a registration
+	kindPollCtl = 2 // an update or removal of it (completes only on failure)
+)
+
+// uringEntries is the submission queue size: a turn's mods and dels beyond
+// it are submitted early by the prep methods, never dropped.
+const uringEntries = 256
+
+func (p *uringPoller) open(maxEvents int) error {
+	p.timerfd, p.wakefd, p.opened, p.maxEvents = -1, -1, true, maxEvents
+	var err error
+	if p.timerfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
+		p.timerfd = -1
+		return os.NewSyscallError("timerfd_create", err)
+	}
+	if p.wakefd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		p.wakefd = -1
+		p.close()
+		return os.NewSyscallError("eventfd", err)
+	}
+	p.cqes = make([]uring.CQE, maxEvents)
+	p.events = make([]uringEvent, maxEvents)
+	for _, fd := range []int{p.timerfd, p.wakefd} {
+		if err := p.add(fd, evIn|evEdge, 0); err != nil {
+			p.close()
+			return err
+		}
+	}
+	return nil
+}
+
+// attach sets the ring up on the calling (the loop's locked) thread and
+// arms what was registered before.
+func (p *uringPoller) attach() error {
+	feats, err := uringUsable()
+	if err != nil {
+		return err
+	}
+	cq := uint32(1024)
+	for cq < uint32(4*p.maxEvents) && cq < 1<<16 {
+		cq <<= 1
+	}
+	p.ring, err = uring.New(uring.Config{Entries: uringEntries, CQEntries: cq, Setup: feats.Setup()})
+	if err != nil {
+		p.ring = nil
+		return fmt.Errorf("sluice: io_uring setup: %w", err)
+	}
+	return nil // the registrations so far are on later; the first wait arms them
+}
+
+func (p *uringPoller) pollData(i uint32) uring.UserData {
+	return uring.Pack(kindPoll, i, p.regs[i].gen)
+}
+func (p *uringPoller) ctlData(i uint32) uring.UserData {
+	return uring.Pack(kindPollCtl, i, p.regs[i].gen)
+}
+
+func (p *uringPoller) add(fd int, ev, tag uint32) error {
+	if fd < 0 {
+		return os.NewSyscallError("poll_add", unix.EBADF)
+	}
+	if fd < len(p.byFd) && p.byFd[fd] != 0 {
+		return os.NewSyscallError("poll_add", unix.EEXIST)
+	}
+	var i uint32
+	if n := len(p.free); n > 0 {
+		i, p.free = p.free[n-1], p.free[:n-1]
+	} else {
+		i = uint32(len(p.regs))
+		p.regs = append(p.regs, pollReg{})
+	}
+	r := &p.regs[i]
+	*r = pollReg{fd: int32(fd), tag: tag, ev: ev &^ evEdge, gen: (r.gen + 1) & uring.GenMask, live: true,
+		level: ev&evEdge == 0}
+	if fd >= len(p.byFd) {
+		grown := make([]uint32, max(64, 2*len(p.byFd), fd+1))
+		copy(grown, p.byFd)
+		p.byFd = grown
+	}
+	p.byFd[fd] = i + 1
+	p.settle(i)
+	return nil
+}
+
+func (p *uringPoller) lookup(fd int) (uint32, bool) {
+	if fd < 0 || fd >= len(p.byFd) || p.byFd[fd] == 0 {
+		return 0, false
+	}
+	return p.byFd[fd] - 1, true
+}
+
+func (p *uringPoller) mod(fd int, ev, tag uint32) error {
+	i, ok := p.lookup(fd)
+	if !ok {
+		return os.NewSyscallError("poll_update", unix.ENOENT)
+	}
+	r := &p.regs[i]
+	r.tag = tag
+	if ev &^= evEdge; ev != r.ev {
+		r.ev, r.updated = ev, true
+		p.settle(i)
+	}
+	return nil
+}
+
+func (p *uringPoller) del(fd int) error {
+	i, ok := p.lookup(fd)
+	if !ok {
+		return os.NewSyscallError("poll_remove", unix.ENOENT)
+	}
+	p.byFd[fd] = 0
+	p.regs[i].live = false
+	p.settle(i)
+	return nil
+}
+
+// settle makes the submission registration i needs now, if any: arm a live
+// one that has no poll, update one whose events changed, remove a poll that
+// is no longer registered, or free the record once nothing is in flight.
+// Before attach, or when the submission queue stays full, i waits on later.
+func (p *uringPoller) settle(i uint32) {
+	r := &p.regs[i]
+	if !r.live && !r.armed {
+		if !r.queued {
+			p.free = append(p.free, i)
+		}
+		return
+	}
+	if p.ring == nil {
+		p.queue(i)
+		return
+	}
+	var err error
+	switch {
+	case !r.live:
+		var s *uring.SQE
+		if s, err = p.ring.PrepPollRemove(p.pollData(i), p.ctlData(i)); err == nil {
+			s.SetFlags(uring.FlagSkipSuccess)
+		}
+	case !r.armed && r.level:
+		if _, err = p.ring.PrepPollAdd(int(r.fd), r.ev, p.pollData(i)); err == nil {
+			r.armed, r.updated = true, false
+		}
+	case !r.armed:
+		if _, err = p.ring.PrepPollMultishot(int(r.fd), r.ev, p.pollData(i)); err == nil {
+			r.armed, r.updated = true, false
+		}
+	case r.updated:
+		var s *uring.SQE
+		if s, err = p.ring.PrepPollUpdate(p.pollData(i), r.ev, p.ctlData(i)); err == nil {
+			s.SetFlags(uring.FlagSkipSuccess)
+			r.updated = false
+		}
+	}
+	if err != nil {
+		p.queue(i)
+	}
+}
+
+func (p *uringPoller) queue(i uint32) {
+	if r := &p.regs[i]; !r.queued {
+		r.queued = true
+		p.later = append(p.later, i)
+	}
+}
+
+// settleLater retries the registrations on later.
+func (p *uringPoller) settleLater() {
+	n := len(p.later)
+	for k := 0; k < n; k++ {
+		i := p.later[k]
+		p.regs[i].queued = false
+		p.settle(i)
+	}
+	p.later = append(p.later[:0], p.later[n:]...)
+}
+
+// wait submits what the loop prepared and reaps completions into events:
+// block=false never sleeps (one io_uring_enter, none when there is nothing
+// to submit or collect), block=true waits for at least one completion.
+func (p *uringPoller) wait(block bool) (int, error) {
+	if p.ring == nil {
+		return 0, fmt.Errorf("sluice: io_uring backend: %w", uring.ErrClosed)
+	}
+	p.settleLater()
+	var err error
+	if block {
+		_, err = p.ring.SubmitAndWait(1, -1)
+	} else {
+		_, err = p.ring.Submit()
+	}
+	// EBUSY: completions overflowed and the queue is full (reaping them
+	// makes room); EAGAIN: the kernel was short of memory. Neither consumed
+	// the submissions, which stay queued for the next wait.
+	if err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) {
+		return 0, err
+	}
+	err = nil
+	n := p.ring.PeekBatch(p.cqes)
+	out := 0
+	for k := 0; k < n; k++ {
+		var cerr error
+		if out, cerr = p.complete(p.cqes[k], out); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	p.ring.Advance(n)
+	return out, err
+}
+
+// complete handles one completion, appending at most one event at
+// events[out]; it returns the new count. A completion that names no record
+// of this poller (a malformed user_data) or a removed registration is
+// dropped. A failed poll of a connection becomes an evFail event, so the
+// loop closes that connection; of the listener, timer or wake-up fd (tag 0)
+// it is the loop's error.
+func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
+	i := c.UserData.Index()
+	if int(i) >= len(p.regs) || p.regs[i].gen != c.UserData.Gen() {
+		return out, nil
+	}
+	r := &p.regs[i]
+	switch c.UserData.Kind() {
+	case kindPoll:
+		if !r.armed {
+			return out, nil
+		}
+		if c.Res > 0 && r.live {
+			p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: uint32(c.Res)}
+			out++
+		}
+		if c.More() {
+			return out, nil
+		}
+		r.armed = false
+		if c.Res < 0 && c.Res != -int32(unix.ECANCELED) && r.live {
+			return p.failed(i, c.Res, out)
+		}
+		p.settle(i) // re-arm a live one, free a removed one
+	case kindPollCtl:
+		switch c.Res {
+		case 0, -int32(unix.ENOENT): // done, or the poll already ended (its last completion re-arms or frees it)
+		case -int32(unix.EALREADY): // the poll was being run: try again next wait
+			if r.live {
+				r.updated = true
+			}
+			p.queue(i)
+		default:
+			if r.live {
+				return p.failed(i, c.Res, out)
+			}
+		}
+	}
+	return out, nil
+}
+
+// failed reports registration i as unusable (res is the kernel's errno).
+func (p *uringPoller) failed(i uint32, res int32, out int) (int, error) {
+	r := &p.regs[i]
+	if r.tag == 0 {
+		return out, fmt.Errorf("sluice: io_uring poll of fd %d: %w", r.fd, unix.Errno(-res))
+	}
+	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evErr | evHup | evFail}
+	return out + 1, nil
+}
+
+func (p *uringPoller) event(i int) (fd int, tag, ev uint32) {
+	e := &p.events[i]
+	return int(e.fd), e.tag, e.ev
+}
+
+// wake adds 1 to the eventfd, a new edge for its multishot poll.
+func (p *uringPoller) wake() error {
+	if !p.opened {
+		return nil
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(p.wakefd),
+		uintptr(unsafe.Pointer(&wakeValue)), 8)
+	if errno != 0 && errno != unix.EAGAIN {
+		return os.NewSyscallError("write", errno)
+	}
+	return nil
+}
+
+// armTimer makes the timerfd fire once, afterNanos from now (at least 1 ns).
+func (p *uringPoller) armTimer(afterNanos int64) error {
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(afterNanos, 1))}
+	_, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(p.timerfd), 0,
+		uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	if errno != 0 {
+		return os.NewSyscallError("timerfd_settime", errno)
+	}
+	return nil
+}
+
+// close tears the ring down (cancelling every poll, so the kernel drops its
+// references to the descriptors) and closes the timer and wake-up fds.
+func (p *uringPoller) close() {
+	if !p.opened {
+		return
+	}
+	p.opened = false
+	if p.ring != nil {
+		p.ring.Close()
+		p.ring = nil
+	}
+	for _, fd := range []*int{&p.wakefd, &p.timerfd} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+var (
+	detectOnce  sync.Once
+	detectFeats uring.Feature
+	detectErr   error
+)
+
+// uringUsable reports whether the kernel offers what the io_uring backend
+// needs (uring.Required, which implies multishot poll: IORING_OP_POLL_ADD
+// multishot came in 5.13, multishot accept in 5.19), detecting once per
+// process, and returns the features found.
+func uringUsable() (uring.Feature, error) {
+	detectOnce.Do(func() { detectFeats, detectErr = uring.Detect() })
+	return detectFeats, detectErr
+}
