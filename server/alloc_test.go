@@ -49,11 +49,22 @@ func echoZeroAllocs(t *testing.T, b Backend) {
 	}
 	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Backend: b}, echoHandlerAlloc)
 	t.Logf("backend %v", e.Backend())
+	round, _, _ := echoRounds(t, e)
+	if a := testing.AllocsPerRun(500, round); a != 0 {
+		t.Errorf("%.2f allocations per round trip of 16 messages, want 0", a)
+	}
+}
+
+// echoRounds dials e and returns a round trip of 16 pipelined 64-byte
+// length-prefixed frames (what was sent and what came back) after 200 of
+// them have warmed the pools.
+func echoRounds(t *testing.T, e *Engine) (round func(), out, in []byte) {
+	t.Helper()
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(60 * time.Second))
-	out := pipelined(16, 64)
-	in := make([]byte, len(out))
-	round := func() {
+	out = pipelined(16, 64)
+	in = make([]byte, len(out))
+	round = func() {
 		if _, err := c.Write(out); err != nil {
 			t.Fatal(err)
 		}
@@ -64,9 +75,7 @@ func echoZeroAllocs(t *testing.T, b Backend) {
 	for i := 0; i < 200; i++ { // warm the pools
 		round()
 	}
-	if a := testing.AllocsPerRun(500, round); a != 0 {
-		t.Errorf("%.2f allocations per round trip of 16 messages, want 0", a)
-	}
+	return round, out, in
 }
 
 // BenchmarkEcho: conns connections, each with 16 pipelined 64-byte frames
@@ -141,21 +150,7 @@ func TestEchoAvailableBufferZeroAllocs(t *testing.T) {
 		t.Skip("the race detector's bookkeeping allocates")
 	}
 	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0)}, echoHandlerAvailable)
-	c := dial(t, e)
-	c.SetDeadline(time.Now().Add(60 * time.Second))
-	out := pipelined(16, 64)
-	in := make([]byte, len(out))
-	round := func() {
-		if _, err := c.Write(out); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 200; i++ {
-		round()
-	}
+	round, out, in := echoRounds(t, e)
 	if !bytes.Equal(in, out) {
 		t.Fatal("echoed bytes differ")
 	}

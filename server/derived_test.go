@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -282,21 +281,7 @@ func TestEchoZeroAllocsDerived(t *testing.T) {
 	if s := e.loops[0].stage; !s.auto || !s.timed || s.fair == nil {
 		t.Fatalf("stage: auto %v timed %v fair %v", s.auto, s.timed, s.fair != nil)
 	}
-	c := dial(t, e)
-	c.SetDeadline(time.Now().Add(60 * time.Second))
-	out := pipelined(16, 64)
-	in := make([]byte, len(out))
-	round := func() {
-		if _, err := c.Write(out); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 200; i++ {
-		round()
-	}
+	round, _, _ := echoRounds(t, e)
 	deadline := time.Now().Add(150 * time.Millisecond) // more than a fair-share window
 	n := 0
 	for ; time.Now().Before(deadline); n++ {

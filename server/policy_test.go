@@ -800,21 +800,7 @@ func TestEchoZeroAllocsPolicy(t *testing.T) {
 		t.Skip("the race detector's bookkeeping allocates")
 	}
 	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), MaxQueuedBytes: 1 << 30, Admission: allocPolicy(t)}, echoHandlerAlloc)
-	c := dial(t, e)
-	c.SetDeadline(time.Now().Add(60 * time.Second))
-	out := pipelined(16, 64)
-	in := make([]byte, len(out))
-	round := func() {
-		if _, err := c.Write(out); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 200; i++ {
-		round()
-	}
+	round, _, _ := echoRounds(t, e)
 	if a := testing.AllocsPerRun(500, round); a != 0 {
 		t.Errorf("%.2f allocations per round trip of 16 messages with the policy on, want 0", a)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
-	"github.com/sluicenet/sluice/protocol/envelope"
 )
 
 // The admission stage. A loop has one when Config.Admission is set (nil
@@ -39,9 +38,11 @@ const (
 	// does real work at most once per its SampleInterval, 10 ms by
 	// default), so a busy loop does not take the tick lock every turn.
 	policyTickNanos = int64(time.Millisecond)
-	// maxTenantKeyBytes is room for any built-in tenant key: a tag byte and
-	// the longest envelope tenant (or an IPv6 address).
-	maxTenantKeyBytes = 1 + envelope.MaxTenantBytes
+	// maxTenantKeyBytes is the stage's key buffer: room for any built-in
+	// tenant key (a tag byte and an envelope tenant of at most 64 bytes, or
+	// an IPv6 address); a longer key from a TenantKey still works, through
+	// the slice its append returns.
+	maxTenantKeyBytes = 128
 )
 
 // stage is one loop's admission stage: what it asks (an AdmitFunc, or the

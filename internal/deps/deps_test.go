@@ -118,3 +118,22 @@ func sumModules(sum []byte) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestServerImportsNoProtocolPackages: the engine finds a codec's refusals
+// through protocol.Rejecter, so package server (its non-test files) imports
+// none of the protocol packages beyond protocol itself.
+func TestServerImportsNoProtocolPackages(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("needs the go command on PATH to run go list")
+	}
+	out, err := exec.Command(goCmd, "list", "-deps", "github.com/sluicenet/sluice/server").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/sluicenet/sluice/protocol/") {
+			t.Errorf("server depends on %s", pkg)
+		}
+	}
+}
