@@ -388,28 +388,7 @@ func TestPoolDerivedCoDel(t *testing.T) {
 	}
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(20 * time.Second))
-	const n = 200 // 200 × 10 ms of service offered at once: 2 s without shedding
-	var req bytes.Buffer
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&req, "1-%d\n", i)
-	}
-	c.Write(req.Bytes())
-	r := bufio.NewReader(c)
-	var served, shed int
-	for i := 0; i < n; i++ {
-		s, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if reason, _, ok := protocol.ParseRejectText([]byte(strings.TrimSpace(s))); ok {
-			if reason != "codel" {
-				t.Errorf("reason %q", reason)
-			}
-			shed++
-		} else {
-			served++
-		}
-	}
+	served, shed := poolBurst(t, c)
 	a := e.Stats().Admission
 	t.Logf("served %d, shed %d; cap %v, service %v", served, shed, a.QueueDelayCap, a.ServiceTime)
 	if shed == 0 || served == 0 {

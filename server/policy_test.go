@@ -567,15 +567,26 @@ func TestPoolCoDel(t *testing.T) {
 			CoDel: &admission.CoDelConfig{Target: 2 * time.Millisecond, Interval: 20 * time.Millisecond}}}, newTestHandler())
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(20 * time.Second))
+	t0 := time.Now()
+	served, shed := poolBurst(t, c)
+	t.Logf("served %d, shed %d in %v", served, shed, time.Since(t0))
+	if shed == 0 || served == 0 {
+		t.Errorf("served %d, shed %d: want both", served, shed)
+	}
+}
+
+// poolBurst offers c 200 frames of 10 ms each at once (2 s of service
+// without shedding) and counts the answers: served, or refused with reason
+// "codel" (any other reason is an error).
+func poolBurst(t *testing.T, c net.Conn) (served, shed int) {
+	t.Helper()
 	const n = 200 // 200 × 10 ms of service offered at once: 2 s without shedding
 	var req bytes.Buffer
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&req, "1-%d\n", i)
 	}
-	t0 := time.Now()
 	c.Write(req.Bytes())
 	r := bufio.NewReader(c)
-	var served, shed int
 	for i := 0; i < n; i++ {
 		s, err := r.ReadString('\n')
 		if err != nil {
@@ -590,10 +601,7 @@ func TestPoolCoDel(t *testing.T) {
 			served++
 		}
 	}
-	t.Logf("served %d, shed %d in %v", served, shed, time.Since(t0))
-	if shed == 0 || served == 0 {
-		t.Errorf("served %d, shed %d: want both", served, shed)
-	}
+	return served, shed
 }
 
 // TestPoolNewestFirst: while CoDel reports a standing queue, a worker takes
