@@ -122,7 +122,7 @@ func (c *Conn) Write(p []byte) error {
 // without copying. A reply that outgrows the capacity is copied as usual (its
 // append allocated). The buffer is valid only until the next write to any
 // connection of the loop. On the loop (in a handler) it has at least
-// minAvailableBytes of room, usually the rest of an 8 KiB chunk; off the loop
+// 2 KiB of room, usually the rest of an 8 KiB chunk; off the loop
 // it is nil.
 func (c *Conn) AvailableBuffer() []byte {
 	l := c.loop

@@ -16,7 +16,11 @@ import (
 // another connection's echo latency stays low meanwhile.
 func TestNonReadingPeer(t *testing.T) {
 	const budget = 64 << 10
-	cfg := Config{Loops: 1, OutQueueBytes: budget, WriteStallTimeout: 400 * time.Millisecond,
+	// The replies to one read must fit above the high watermark (budget/2):
+	// with the default 64 KiB read budget one read could queue past the
+	// budget and close the peer with ErrQueueFull before it stalls (seen
+	// once in a loaded make test run, on the io_uring backend).
+	cfg := Config{Loops: 1, OutQueueBytes: budget, ReadBudgetBytes: 16 << 10, WriteStallTimeout: 400 * time.Millisecond,
 		IdleTimeout: -1, FrameTimeout: -1}
 	h := newTestHandler()
 	e := start(t, cfg, h)

@@ -72,6 +72,7 @@ type stage struct {
 	capShort int64      // auto: C, the cap while CoDel sees a standing queue
 	capLong  int64      // auto: L, the cap otherwise (and critical frames')
 	admitAt  int64      // auto: clock at the last admission, start of the handler's time
+	doneAt   int64      // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
 	fair     *fairShare // auto without a tenant quota: max-min shares while overloaded
 	idleNs   int64      // auto: time asleep in epoll_wait in the current window
 	winEnd   int64      // auto: end of the current utilisation window
@@ -224,8 +225,21 @@ func ewma(avg, d int64) int64 {
 // only): the frame's service time goes into the average, and the caps
 // follow it.
 func (s *stage) afterFrame() {
-	s.svcNanos = ewma(s.svcNanos, s.l.e.clock()-s.admitAt)
+	t := s.l.e.clock()
+	s.svcNanos = ewma(s.svcNanos, t-s.admitAt)
 	s.derive()
+	s.doneAt = t // the next frame of this read is admitted at this reading, not another
+}
+
+// now returns the clock for a frame's admission: the reading taken when
+// the previous handler returned, if no read or wait came since (only the
+// decoding of this frame did), else a fresh one.
+func (s *stage) now() int64 {
+	if t := s.doneAt; t != 0 {
+		s.doneAt = 0
+		return t
+	}
+	return s.l.e.clock()
 }
 
 // delayCap returns the queueing delay above which a frame of priority p is
@@ -270,6 +284,7 @@ func (s *stage) pollsFirst() bool { return s != nil && s.lp != nil }
 // the dirty list (held refusals). prev is the previous turn's clock.
 func (s *stage) afterWait(prev int64) {
 	l := s.l
+	s.doneAt = 0
 	var lag int64
 	if l.pace.slept {
 		s.readySince = l.now // woken by this turn's events: they just arrived

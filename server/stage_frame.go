@@ -36,6 +36,7 @@ func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 	l := s.l
 	if s.readOver { // ChargeReadBytes: the read that brought this frame was over quota
+		s.frame.Priority = admission.PriorityNormal // not classified: counted as normal, not as the last frame's class
 		s.refuse(c, frame, admission.ReasonTenant, s.readRetry)
 		return false
 	}
@@ -77,7 +78,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 		s.claim = c // ClaimNew: the handler finishes it (Conn.FrameClaim)
 	}
 	if s.shedDelay {
-		t := l.e.clock()
+		t := s.now()
 		slot := -1
 		if fs := s.fair; fs != nil {
 			fs.roll(t)

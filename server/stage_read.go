@@ -75,6 +75,7 @@ func (s *stage) readBudget(budget int) int {
 // arrival) and sets the arrival bound of the frames this read brings. It
 // returns the clock reading, or 0.
 func (s *stage) readStart(c *Conn, edge bool) int64 {
+	s.doneAt = 0 // a read(2) comes between the last handler and the next frame
 	if !s.shedDelay || c.adm == nil {
 		return 0
 	}

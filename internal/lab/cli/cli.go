@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/sluicenet/sluice/internal/loadcmd"
+	"github.com/sluicenet/sluice/internal/procstat"
 )
 
 // Main runs the command named by args[0] with the rest of args as its flags,
@@ -85,4 +86,16 @@ commands:
 
 "bench <command> -h" lists a command's flags.
 `)
+}
+
+// parsePinning parses the -server-cpus and -client-cpus lists every
+// measuring subcommand takes.
+func parsePinning(serverCPUs, clientCPUs string) (server, client []int, err error) {
+	if server, err = procstat.ParseCPUList(serverCPUs); err != nil {
+		return nil, nil, err
+	}
+	if client, err = procstat.ParseCPUList(clientCPUs); err != nil {
+		return nil, nil, err
+	}
+	return server, client, nil
 }

@@ -59,10 +59,7 @@ func runCompare(ctx context.Context, args []string) error {
 		cfg.IdleConns = -1
 	}
 	if !*noPin {
-		if cfg.ServerCPUs, err = procstat.ParseCPUList(*serverCPUs); err != nil {
-			return err
-		}
-		if cfg.ClientCPUs, err = procstat.ParseCPUList(*clientCPUs); err != nil {
+		if cfg.ServerCPUs, cfg.ClientCPUs, err = parsePinning(*serverCPUs, *clientCPUs); err != nil {
 			return err
 		}
 	}

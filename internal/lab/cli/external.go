@@ -100,10 +100,7 @@ func runExternal(ctx context.Context, args []string) error {
 	}
 	var err error
 	if !cfg.NoPin {
-		if cfg.ServerCPUs, err = procstat.ParseCPUList(*serverCPUs); err != nil {
-			return err
-		}
-		if cfg.ClientCPUs, err = procstat.ParseCPUList(*clientCPUs); err != nil {
+		if cfg.ServerCPUs, cfg.ClientCPUs, err = parsePinning(*serverCPUs, *clientCPUs); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluicenet/sluice/bench"
 	"github.com/sluicenet/sluice/internal/lab"
-	"github.com/sluicenet/sluice/internal/procstat"
 )
 
 // runOverload runs the overload measurement and writes its report.
@@ -65,10 +64,7 @@ func runOverload(ctx context.Context, args []string) error {
 		cfg.ShedArgs = strings.Fields(*shed)
 	}
 	var err error
-	if cfg.ServerCPUs, err = procstat.ParseCPUList(*serverCPUs); err != nil {
-		return err
-	}
-	if cfg.ClientCPUs, err = procstat.ParseCPUList(*clientCPUs); err != nil {
+	if cfg.ServerCPUs, cfg.ClientCPUs, err = parsePinning(*serverCPUs, *clientCPUs); err != nil {
 		return err
 	}
 	cfg.Progress = os.Stderr
