@@ -67,6 +67,30 @@ func (p *poller) forget(fd int) {
 	}
 }
 
+// recvMode reports whether connections are read by completion (io_uring
+// with its provided buffer ring): their bytes arrive as evData events, whose
+// bytes received returns, and the loop makes no read(2).
+func (p *poller) recvMode() bool { return p.ur != nil && p.ur.recvMode() }
+
+// received returns the bytes and result (a byte count, 0 for end of file,
+// or a negated errno) of event i, which has evData. The bytes are the
+// loop's until its next wait.
+func (p *poller) received(i int) ([]byte, int32) { return p.ur.received(i) }
+
+// recvOn and recvOff start and stop the delivery of fd's input in recv
+// mode (no-ops otherwise).
+func (p *poller) recvOn(fd int) {
+	if p.ur != nil {
+		p.ur.recvOn(fd)
+	}
+}
+
+func (p *poller) recvOff(fd int) {
+	if p.ur != nil {
+		p.ur.recvOff(fd)
+	}
+}
+
 func (p *poller) wait(block bool) (int, error) {
 	if p.ur != nil {
 		return p.ur.wait(block)

@@ -48,6 +48,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 		l.releaseOut(c)
 	}
 	l.releaseIn(c)
+	l.releaseHeld(c)
 	l.st[cClosedBase+int(CauseOf(cause))]++
 	l.e.connClosed()
 	l.h.OnClose(c, cause)

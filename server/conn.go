@@ -26,6 +26,7 @@ const (
 	fClosed                         // closed: the fd is gone
 	fHeld                           // frames held back by MaxFramesPerTurn (ready list)
 	fRejOnly                        // the out-queue holds only refusals the admission stage may hold back
+	fRecvEOF                        // recv mode: the recv reported end of file, seen once held input is used
 )
 
 // Connection states visible to other goroutines.
@@ -53,6 +54,7 @@ type Conn struct {
 
 	// input: nil unless a partial frame (or held-back frames) must be kept
 	in         []byte
+	held       []byte // recv mode: bytes received and not yet taken (recv.go); nil otherwise
 	readTurn   uint64 // turn readBytes counts for
 	readBytes  int    // bytes read this turn, against ReadBudgetBytes
 	turnFrames int    // frames dispatched this turn, against MaxFramesPerTurn

@@ -28,10 +28,17 @@ func openPoller(t *testing.T) *poller {
 	return openPollerOf(t, testBackend)
 }
 
+// openPollerOf opens a poller of backend b. The tests that use it check
+// the readiness contract, so an io_uring poller keeps connections on
+// readiness (read(2) on its events) rather than recv mode, which
+// openRecvPoller opens.
 func openPollerOf(t *testing.T, b Backend) *poller {
 	t.Helper()
 	p := new(poller)
 	p.use(b)
+	if p.ur != nil {
+		p.ur.readyOnly = true
+	}
 	runtime.LockOSThread()
 	if err := p.open(16); err != nil {
 		runtime.UnlockOSThread()

@@ -288,6 +288,12 @@ func (l *loop) ioPhase(n int) {
 			l.st[cStaleEvents]++
 			continue
 		}
+		if ev&evData != 0 { // recv mode: bytes delivered with the completion
+			data, res := l.p.received(i)
+			l.recvEvent(c, data, res)
+			l.flushEarly(c)
+			continue
+		}
 		if ev&evOut != 0 && c.flags&fOutArmed != 0 {
 			l.flushConn(c)
 			if c.flags&fClosed != 0 {

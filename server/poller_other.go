@@ -6,8 +6,11 @@ import "net/netip"
 
 const platformSupported = false
 
-// evFail: a placeholder like the bits below.
-const evFail = 1 << 27
+// evFail and evData: placeholders like the bits below.
+const (
+	evFail = 1 << 27
+	evData = 1 << 26
+)
 
 // Event bits: placeholders so the loop compiles; New refuses to run here.
 const (
@@ -33,6 +36,10 @@ func (p *poller) event(i int) (fd int, tag, ev uint32) { return -1, 0, 0 }
 func (p *poller) wake() error                          { return ErrUnsupported }
 func (p *poller) armTimer(afterNanos int64) error      { return ErrUnsupported }
 func (p *poller) close()                               {}
+func (p *poller) recvMode() bool                       { return false }
+func (p *poller) received(i int) ([]byte, int32)       { return nil, 0 }
+func (p *poller) recvOn(fd int)                        {}
+func (p *poller) recvOff(fd int)                       {}
 func (p *poller) use(b Backend)                        {}
 func (p *poller) forget(fd int)                        {}
 func (p *poller) attach() error                        { return ErrUnsupported }

@@ -34,6 +34,19 @@ import (
 // registered is re-armed. Control operations are submitted with
 // CQE_SKIP_SUCCESS; a failed one that may be retried (-EALREADY: the poll
 // was being run) is queued again for the next wait.
+//
+// Connections (registrations with a non-zero tag) are read by completion
+// when the loop's provided buffer ring could be set up (recv mode, see
+// recvMode): each gets a multishot IORING_OP_RECV that takes its buffers
+// from the ring, so the kernel hands the bytes over with the completion
+// and the loop makes no read(2). A recv completion becomes an event with
+// evData whose bytes received(i) returns; they stay the loop's until the
+// next wait, which gives their buffers back to the ring. The poll of such a
+// registration watches only what the loop asks besides input (EPOLLOUT
+// while output waits for room; error and hang-up come with it). recvOff
+// cancels a connection's recv (the loop holds input it cannot use yet) and
+// recvOn re-arms it; a recv that ended (end of file, an error, -ENOBUFS
+// when the ring ran dry) is re-armed while the loop wants it.
 type uringPoller struct {
 	ring      *uring.Ring // nil until attach
 	timerfd   int
@@ -44,14 +57,19 @@ type uringPoller struct {
 	events    []uringEvent
 	regs      []pollReg
 	free      []uint32
-	byFd      []uint32 // fd → index+1 of its registration; 0: none
-	later     []uint32 // registrations with a submission still to make (settle)
+	byFd      []uint32       // fd → index+1 of its registration; 0: none
+	later     []uint32       // registrations with a submission still to make (settle)
+	bufs      *uring.BufRing // the provided buffers of connections' recvs; nil: readiness only
+	lent      []uint16       // buffers the last wait's recv events hold, recycled at the next wait
+	readyOnly bool           // connections on readiness and read(2) too (set before open; tests of that contract)
 }
 
 // uringEvent is one event of the last wait, as event(i) returns it.
 type uringEvent struct {
 	fd      int32
 	tag, ev uint32
+	res     int32  // a recv completion's result (ev has evData)
+	data    []byte // its bytes, in a provided buffer
 }
 
 // pollReg is one registration.
@@ -64,12 +82,34 @@ type pollReg struct {
 	armed   bool // a poll is in the kernel; its last completion has not been seen
 	queued  bool // on later
 	updated bool // ev changed and the kernel has not been told yet
+	recv    bool // a connection read by a multishot recv (recv mode)
+	rArmed  bool // its recv is in the kernel; the recv's last completion has not been seen
+	rOff    bool // the loop asked to stop receiving (recvOff)
+	rCancel bool // a cancellation of the armed recv was submitted
 }
 
 // User_data kinds of the backend's submissions.
 const (
 	kindPoll    = 1 // the multishot poll of a registration
 	kindPollCtl = 2 // an update or removal of it (completes only on failure)
+	kindRecv    = 3 // the multishot recv of a connection (recv mode)
+	kindRecvCtl = 4 // its cancellation (completes only on failure)
+)
+
+// evData marks an event that is a recv completion (recv mode): received(i)
+// has its bytes and result. Bit 26 is no EPOLL* flag.
+const evData = 1 << 26
+
+// recvBufCount and recvBufBytes size each loop's provided buffer ring:
+// 2,048 buffers of 4 KiB (8 MiB of address space, resident as the kernel
+// fills them), shared by all the loop's connections. A wait hands the loop
+// at most one buffer per completion it reaps, and they go back at the next
+// wait; when the kernel finds the ring empty a recv ends with -ENOBUFS and
+// is re-armed after the buffers came back.
+const (
+	recvBufCount = 2048
+	recvBufBytes = 4096
+	recvBufGroup = 1
 )
 
 // uringEntries is the submission queue size: a turn's mods and dels beyond
@@ -115,7 +155,47 @@ func (p *uringPoller) attach() error {
 		p.ring = nil
 		return fmt.Errorf("sluice: io_uring setup: %w", err)
 	}
+	if !p.readyOnly {
+		// without it (a kernel refusing the registration) connections
+		// stay on readiness and read(2)
+		p.bufs, _ = p.ring.NewBufRing(recvBufGroup, recvBufCount, recvBufBytes)
+	}
 	return nil // the registrations so far are on later; the first wait arms them
+}
+
+// recvMode reports whether connections are read by completion: their bytes
+// come with evData events (received), never through read(2).
+func (p *uringPoller) recvMode() bool { return p.bufs != nil }
+
+// received returns the bytes and result of event i, a recv completion.
+func (p *uringPoller) received(i int) ([]byte, int32) {
+	e := &p.events[i]
+	return e.data, e.res
+}
+
+// recvOn re-arms fd's recv if recvOff stopped it.
+func (p *uringPoller) recvOn(fd int) {
+	if i, ok := p.lookup(fd); ok && p.regs[i].rOff {
+		p.regs[i].rOff = false
+		p.settle(i)
+	}
+}
+
+// recvOff stops fd's recv: the kernel keeps what arrives from now on in the
+// socket, and the loop gets no more of it until recvOn. Completions
+// already posted still come.
+func (p *uringPoller) recvOff(fd int) {
+	if i, ok := p.lookup(fd); ok && p.regs[i].recv && !p.regs[i].rOff {
+		p.regs[i].rOff = true
+		p.settle(i)
+	}
+}
+
+func (p *uringPoller) recvData(i uint32) uring.UserData {
+	return uring.Pack(kindRecv, i, p.regs[i].gen)
+}
+func (p *uringPoller) recvCtlData(i uint32) uring.UserData {
+	return uring.Pack(kindRecvCtl, i, p.regs[i].gen)
 }
 
 func (p *uringPoller) pollData(i uint32) uring.UserData {
@@ -141,7 +221,7 @@ func (p *uringPoller) add(fd int, ev, tag uint32) error {
 	}
 	r := &p.regs[i]
 	*r = pollReg{fd: int32(fd), tag: tag, ev: ev &^ evEdge, gen: (r.gen + 1) & uring.GenMask, live: true,
-		level: ev&evEdge == 0}
+		level: ev&evEdge == 0, recv: tag != 0 && ev&evEdge != 0 && !p.readyOnly}
 	if fd >= len(p.byFd) {
 		grown := make([]uint32, max(64, 2*len(p.byFd), fd+1))
 		copy(grown, p.byFd)
@@ -190,7 +270,7 @@ func (p *uringPoller) del(fd int) error {
 // Before attach, or when the submission queue stays full, i waits on later.
 func (p *uringPoller) settle(i uint32) {
 	r := &p.regs[i]
-	if !r.live && !r.armed {
+	if !r.live && !r.armed && !r.rArmed {
 		if !r.queued {
 			p.free = append(p.free, i)
 		}
@@ -200,31 +280,69 @@ func (p *uringPoller) settle(i uint32) {
 		p.queue(i)
 		return
 	}
+	recv := r.recv && p.bufs != nil
 	var err error
 	switch {
-	case !r.live:
+	case !r.live && r.armed:
 		var s *uring.SQE
 		if s, err = p.ring.PrepPollRemove(p.pollData(i), p.ctlData(i)); err == nil {
 			s.SetFlags(uring.FlagSkipSuccess)
 		}
+	case !r.live:
+	case !r.armed && recv && r.ev&evOut == 0:
+		// a recv-mode connection polls only for room to write
 	case !r.armed && r.level:
 		if _, err = p.ring.PrepPollAdd(int(r.fd), r.ev, p.pollData(i)); err == nil {
 			r.armed, r.updated = true, false
 		}
 	case !r.armed:
-		if _, err = p.ring.PrepPollMultishot(int(r.fd), r.ev, p.pollData(i)); err == nil {
+		if _, err = p.ring.PrepPollMultishot(int(r.fd), p.pollMask(r), p.pollData(i)); err == nil {
 			r.armed, r.updated = true, false
 		}
 	case r.updated:
 		var s *uring.SQE
-		if s, err = p.ring.PrepPollUpdate(p.pollData(i), r.ev, p.ctlData(i)); err == nil {
+		if s, err = p.ring.PrepPollUpdate(p.pollData(i), p.pollMask(r), p.ctlData(i)); err == nil {
 			s.SetFlags(uring.FlagSkipSuccess)
 			r.updated = false
 		}
 	}
+	if err == nil && recv {
+		err = p.settleRecv(i)
+	}
 	if err != nil {
 		p.queue(i)
 	}
+}
+
+// pollMask is what registration r's poll watches: its interest, or for a
+// recv-mode connection only EPOLLOUT (input comes with the recv).
+func (p *uringPoller) pollMask(r *pollReg) uint32 {
+	if r.recv && p.bufs != nil {
+		return r.ev & evOut
+	}
+	return r.ev
+}
+
+// settleRecv arms the recv of a live connection that wants input, or
+// cancels one that is no longer wanted.
+func (p *uringPoller) settleRecv(i uint32) error {
+	r := &p.regs[i]
+	want := r.live && !r.rOff
+	switch {
+	case want && !r.rArmed:
+		if _, err := p.ring.PrepRecvMultishot(int(r.fd), p.bufs.Group(), 0, p.recvData(i)); err != nil {
+			return err
+		}
+		r.rArmed, r.rCancel = true, false
+	case !want && r.rArmed && !r.rCancel:
+		s, err := p.ring.PrepCancel(p.recvData(i), false, p.recvCtlData(i))
+		if err != nil {
+			return err
+		}
+		s.SetFlags(uring.FlagSkipSuccess)
+		r.rCancel = true
+	}
+	return nil
 }
 
 func (p *uringPoller) queue(i uint32) {
@@ -252,6 +370,10 @@ func (p *uringPoller) wait(block bool) (int, error) {
 	if p.ring == nil {
 		return 0, fmt.Errorf("sluice: io_uring backend: %w", uring.ErrClosed)
 	}
+	for _, id := range p.lent {
+		p.bufs.Recycle(id) // the loop is done with the last wait's bytes
+	}
+	p.lent = p.lent[:0]
 	p.settleLater()
 	var err error
 	if block {
@@ -287,10 +409,18 @@ func (p *uringPoller) wait(block bool) (int, error) {
 func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
 	i := c.UserData.Index()
 	if int(i) >= len(p.regs) || p.regs[i].gen != c.UserData.Gen() {
+		p.dropBuffer(c)
 		return out, nil
 	}
 	r := &p.regs[i]
 	switch c.UserData.Kind() {
+	case kindRecv:
+		return p.completeRecv(i, c, out), nil
+	case kindRecvCtl:
+		if c.Res == -int32(unix.EALREADY) { // the recv was running: ask again
+			r.rCancel = false
+			p.queue(i)
+		}
 	case kindPoll:
 		if !r.armed {
 			return out, nil
@@ -322,6 +452,49 @@ func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
 		}
 	}
 	return out, nil
+}
+
+// completeRecv handles a completion of registration i's recv: bytes become
+// an evData event (their buffer recycled at the next wait), end of file an
+// evData event with no bytes, an error an evData event with the negated
+// errno in res; -ENOBUFS (the ring ran dry) and -ECANCELED (recvOff, del)
+// make none. A recv that ended is re-armed if still wanted.
+func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
+	r := &p.regs[i]
+	if !r.rArmed {
+		p.dropBuffer(c)
+		return out
+	}
+	var data []byte
+	if c.HasBuffer() {
+		id, b, err := p.bufs.Take(c)
+		if err == nil {
+			p.lent = append(p.lent, id)
+			data = b
+		}
+	}
+	quiet := c.Res == -int32(unix.ENOBUFS) || c.Res == -int32(unix.ECANCELED)
+	if !c.More() {
+		r.rArmed, r.rCancel = false, false
+		if c.Res <= 0 && !quiet {
+			r.rOff = true // end of file or an error: a new recv would only repeat it
+		}
+		p.settle(i) // re-arm a wanted one, free a removed one
+	}
+	if !r.live || quiet {
+		return out // bytes for a removed registration go back with the rest
+	}
+	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evIn | evData, res: c.Res, data: data}
+	return out + 1
+}
+
+// dropBuffer gives back the buffer of a completion nobody will read.
+func (p *uringPoller) dropBuffer(c uring.CQE) {
+	if p.bufs != nil && c.HasBuffer() {
+		if id, _, err := p.bufs.Take(c); err == nil {
+			p.lent = append(p.lent, id)
+		}
+	}
 }
 
 // failed reports registration i as unusable (res is the kernel's errno).

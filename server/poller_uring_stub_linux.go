@@ -4,7 +4,7 @@ package server
 
 // uringPoller does not exist where internal/uring does not: uringUsable
 // refuses, so New keeps such engines on epoll and no method below runs.
-type uringPoller struct{}
+type uringPoller struct{ readyOnly bool }
 
 func (p *uringPoller) open(maxEvents int) error             { return ErrUnsupported }
 func (p *uringPoller) attach() error                        { return ErrUnsupported }
@@ -16,5 +16,12 @@ func (p *uringPoller) event(i int) (fd int, tag, ev uint32) { return -1, 0, 0 }
 func (p *uringPoller) wake() error                          { return ErrUnsupported }
 func (p *uringPoller) armTimer(afterNanos int64) error      { return ErrUnsupported }
 func (p *uringPoller) close()                               {}
+func (p *uringPoller) recvMode() bool                       { return false }
+func (p *uringPoller) received(i int) ([]byte, int32)       { return nil, 0 }
+func (p *uringPoller) recvOn(fd int)                        {}
+func (p *uringPoller) recvOff(fd int)                       {}
+
+// evData: no recv completions without the io_uring backend.
+const evData = 1 << 26
 
 func uringUsable() (struct{}, error) { return struct{}{}, ErrUnsupported }

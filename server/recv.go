@@ -1,0 +1,218 @@
+package server
+
+import (
+	"os"
+	"syscall"
+)
+
+// The read path in recv mode (the io_uring backend with its provided buffer
+// ring, poller.recvMode): the kernel delivers a connection's bytes with a
+// completion, so the loop never calls read(2) and cannot leave bytes in the
+// socket the way an epoll loop that stops reading does. What the loop
+// cannot use at once (the connection is paused by backpressure, its frames
+// are held by MaxFramesPerTurn, it has spent this turn's read budget, the
+// engine is at MaxQueuedBytes) is kept in the connection's input buffer,
+// and once that holds recvHoldBytes the connection's recv is stopped
+// (poller.recvOff): from then on the kernel keeps what arrives, as with
+// epoll, until readConn has used what was held and re-arms the recv
+// (poller.recvOn).
+//
+// The admission stage sees each completion as one read: its arrival bound
+// is the turn's (the bytes were in the kernel before this turn's wait
+// returned; with DEFER_TASKRUN the kernel moves them into the buffer at that
+// wait), never a draining read's.
+
+// recvHoldBytes is the most input a connection keeps in recv mode while it
+// cannot use it before its recv is stopped: a read budget, within half of
+// MaxInBufferBytes so what completions already posted still bring fits.
+func (l *loop) recvHoldBytes() int {
+	return max(1, min(l.cfg.ReadBudgetBytes, l.cfg.MaxInBufferBytes/2))
+}
+
+// recvEvent handles a recv completion for c: data (res bytes), end of file
+// (res 0) or the recv's error (a negated errno). The bytes are dispatched
+// at once as reads of at most the turn's read budget (so a Raw frame stays
+// within ReadBudgetBytes), straight from the provided buffer; what c cannot
+// take now is held in c.held, behind anything held before.
+func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
+	switch {
+	case res < 0:
+		l.closeNow(c, os.NewSyscallError("read", syscall.Errno(-res)))
+		return
+	case res == 0:
+		c.flags |= fRdHup | fRecvEOF
+		l.readConn(c, true) // what is held first, then the end of file
+		return
+	case len(data) == 0:
+		l.closeNow(c, errPollFailed) // bytes without a buffer: the ring's bookkeeping broke
+		return
+	}
+	if c.flags&(fClosed|fEOF) != 0 || c.closing != nil {
+		l.p.recvOff(int(c.fd)) // closing: input is dropped, as epoll leaves it unread
+		return
+	}
+	l.st[cReads]++
+	l.st[cBytesIn] += uint64(len(data))
+	c.lastActive = l.now
+	s := l.stage
+	if s != nil {
+		s.readStart(c, true)
+		s.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
+	}
+	if len(c.held) > 0 {
+		l.holdIn(c, data)
+		l.readConn(c, true)
+	} else {
+		l.holdIn(c, l.recvFeed(c, data, true))
+	}
+	if s != nil {
+		s.readEnd(c, 0, false) // no draining read bounds the next bytes' arrival
+	}
+	l.recvHeld(c)
+}
+
+// recvFeed dispatches data, bytes c received, as reads of at most the
+// turn's remaining read budget each, with readConn's checks (readable,
+// frames held, the stage's slow list, MaxQueuedBytes, the budget); it
+// returns what c cannot take now. edge is readConn's.
+func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
+	if c.readTurn != l.turn {
+		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
+		c.flags &^= fHeld
+	}
+	s := l.stage
+	if s != nil && !s.beforeRead(c, edge) {
+		return data
+	}
+	for len(data) > 0 {
+		if !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 || s != nil && s.parked(c) {
+			return data
+		}
+		budget := l.cfg.ReadBudgetBytes - c.readBytes
+		if l.overQueued() && !l.readWhileOver(c, &budget) {
+			return data
+		}
+		if s != nil {
+			budget = s.readBudget(budget)
+		}
+		if budget <= 0 {
+			l.st[cReadBudgetSpent]++
+			l.ready(c, fNeedRead)
+			return data
+		}
+		p := data[:min(len(data), budget)]
+		data = data[len(p):]
+		c.readBytes += len(p)
+		if len(c.in) == 0 {
+			l.consume(c, p, false) // frames straight from the buffer; a partial rest is copied
+		} else if l.appendIn(c, p) {
+			l.consume(c, c.in, true) // the rest of a frame whose head c.in holds
+		} else {
+			l.closeNow(c, errInBufferFull)
+		}
+		if c.flags&fClosed != 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// recvResume is readConn in recv mode: frames held in c.in first (as
+// readConn does), then the bytes c.held keeps are fed (recvFeed); with
+// nothing held any more, the end of file the recv reported is seen, or the
+// recv is armed for more.
+func (l *loop) recvResume(c *Conn, edge bool) {
+	if len(c.in) > 0 && c.flags&fPartial == 0 && c.readable() && (l.stage == nil || !l.stage.parked(c)) {
+		if c.readTurn != l.turn {
+			c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
+			c.flags &^= fHeld
+		}
+		l.consume(c, c.in, true)
+	}
+	if len(c.held) > 0 && c.flags&fClosed == 0 {
+		rest := l.recvFeed(c, c.held, edge)
+		if c.flags&fClosed != 0 {
+			return
+		}
+		k := copy(c.held, rest)
+		l.bp.inBytes -= len(c.held) - k
+		c.held = c.held[:k]
+		if k > 0 {
+			l.recvHeld(c)
+			return
+		}
+		l.pools.ins.put(c.held)
+		c.held = nil
+	}
+	if !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
+		return
+	}
+	if c.flags&fRecvEOF != 0 {
+		l.peerEOF(c)
+		return
+	}
+	if s := l.stage; s != nil && s.parked(c) {
+		return
+	}
+	l.p.recvOn(int(c.fd))
+}
+
+// recvHeld stops c's recv when it holds bytes it is not using: at once
+// when it may not read (paused, parked, closing, the engine at
+// MaxQueuedBytes), and past recvHoldBytes when only this turn's budget or
+// frame count stopped it. The kernel keeps what arrives from then on, as
+// with epoll; what completions already posted bring is still held, so
+// held bytes are bounded by recvHoldBytes plus one wait's completions.
+func (l *loop) recvHeld(c *Conn) {
+	if c.flags&fClosed != 0 || len(c.held) == 0 {
+		return
+	}
+	s := l.stage
+	if !c.readable() || l.overQueued() || s != nil && s.parked(c) || len(c.held) >= l.recvHoldBytes() {
+		l.p.recvOff(int(c.fd))
+	}
+}
+
+// holdIn appends data to c.held, the received bytes c has not taken yet.
+func (l *loop) holdIn(c *Conn, data []byte) {
+	if len(data) == 0 || c.flags&fClosed != 0 {
+		return
+	}
+	c.held = growAppend(&l.pools.ins, c.held, data)
+	l.bp.inBytes += len(data)
+}
+
+// releaseHeld recycles c's held bytes (closing).
+func (l *loop) releaseHeld(c *Conn) {
+	if c.held == nil {
+		return
+	}
+	l.bp.inBytes -= len(c.held)
+	l.pools.ins.put(c.held)
+	c.held = nil
+}
+
+// appendIn appends data to c's input (a frame's head, waiting for the
+// rest); false, and nothing appended, if that would pass MaxInBufferBytes.
+func (l *loop) appendIn(c *Conn, data []byte) bool {
+	if len(c.in)+len(data) > l.cfg.MaxInBufferBytes {
+		return false
+	}
+	c.in = growAppend(&l.pools.ins, c.in, data)
+	l.bp.inBytes += len(data)
+	return true
+}
+
+// growAppend appends data to b, moving b to a larger pooled buffer when it
+// has no room.
+func growAppend(p *inPool, b, data []byte) []byte {
+	n := len(b) + len(data)
+	if cap(b) < n {
+		grown := append(p.get(max(2*cap(b), n)), b...)
+		if b != nil {
+			p.put(b)
+		}
+		b = grown
+	}
+	return append(b, data...)
+}
