@@ -12,11 +12,16 @@ const (
 	BackendEpoll Backend = iota
 	// BackendIOURing gives each loop an io_uring instance, created on the
 	// loop's locked thread (SINGLE_ISSUER and DEFER_TASKRUN where the
-	// kernel has them), with one multishot IORING_OP_POLL_ADD per
-	// registered descriptor: the same edge-triggered readiness, reaped from
-	// the completion queue with one io_uring_enter per wait. Where io_uring
-	// or a feature it needs is missing, New falls back to BackendEpoll and
-	// logs why through Config.Logger.
+	// kernel has them). Connections are read by completion: a recv per
+	// connection takes a buffer from the loop's shared provided buffer
+	// ring (2,048 × 4 KiB), armed again only when the connection may read,
+	// so budgets and backpressure hold as with epoll and no read(2) is
+	// made. The listener, the timer and the wake-up fd, and a connection's
+	// wait for room to write, are multishot IORING_OP_POLL_ADDs. Writes
+	// and accepts stay the loop's system calls (writev, accept4). Each
+	// wait is one io_uring_enter. Where io_uring or a feature it needs is
+	// missing, New falls back to BackendEpoll and logs why through
+	// Config.Logger.
 	BackendIOURing
 )
 

@@ -14,15 +14,15 @@ import (
 	"github.com/sluicenet/sluice/internal/uring"
 )
 
-// uringPoller is the io_uring readiness backend: the poller contract filled
-// with one multishot IORING_OP_POLL_ADD per registered descriptor (the timer
+// uringPoller is the io_uring backend: the poller contract filled with one
+// multishot IORING_OP_POLL_ADD per registered descriptor (the timer
 // fd and the wake-up eventfd included, as with epoll), reaped from the
 // completion queue. Multishot polls are edge-triggered like EPOLLET; a
 // descriptor registered without evEdge (the listener, level-triggered under
 // epoll so an accept budget's leftovers are reported again) gets a one-shot
 // poll re-armed after each completion, which the kernel completes at once
-// while the descriptor stays ready. Reads, writes and accepts stay the
-// loop's system calls.
+// while the descriptor stays ready. Writes and accepts stay the loop's
+// system calls; reads too for connections outside recv mode (below).
 //
 // Each registration is a record (pollReg) whose index and generation are the
 // poll's user_data; the fd, tag and interest live in the record, not in the
@@ -35,18 +35,21 @@ import (
 // CQE_SKIP_SUCCESS; a failed one that may be retried (-EALREADY: the poll
 // was being run) is queued again for the next wait.
 //
-// Connections (registrations with a non-zero tag) are read by completion
-// when the loop's provided buffer ring could be set up (recv mode, see
-// recvMode): each gets a multishot IORING_OP_RECV that takes its buffers
-// from the ring, so the kernel hands the bytes over with the completion
-// and the loop makes no read(2). A recv completion becomes an event with
-// evData whose bytes received(i) returns; they stay the loop's until the
-// next wait, which gives their buffers back to the ring. The poll of such a
-// registration watches only what the loop asks besides input (EPOLLOUT
-// while output waits for room; error and hang-up come with it). recvOff
-// cancels a connection's recv (the loop holds input it cannot use yet) and
-// recvOn re-arms it; a recv that ended (end of file, an error, -ENOBUFS
-// when the ring ran dry) is re-armed while the loop wants it.
+// Connections (registrations with a non-zero tag and evEdge) are read by
+// completion when the loop's provided buffer ring could be set up (recv
+// mode, see recvMode): a connection gets an IORING_OP_RECV that takes a
+// buffer from the ring, so the kernel hands the bytes over with the
+// completion and the loop makes no read(2). A recv completion becomes an
+// event with evData whose bytes received(i) returns; they stay the loop's
+// until the next wait, which gives their buffers back to the ring. Each
+// recv is single-shot: after a completion the loop asks for the next one
+// with recvOn when it can take more, which is how read budgets and
+// backpressure stay exact (a multishot recv would drain the socket into
+// the ring whatever the loop's budgets, as measured: 9 MiB queued against
+// a 1 MiB MaxQueuedBytes). recvOff cancels an armed recv (closing). A recv
+// that ran dry (-ENOBUFS) or was cancelled while wanted is armed again. The
+// poll of such a registration watches only EPOLLOUT, armed the first time
+// the loop asks for it (error and hang-up come with it).
 type uringPoller struct {
 	ring      *uring.Ring // nil until attach
 	timerfd   int
@@ -82,7 +85,7 @@ type pollReg struct {
 	armed   bool // a poll is in the kernel; its last completion has not been seen
 	queued  bool // on later
 	updated bool // ev changed and the kernel has not been told yet
-	recv    bool // a connection read by a multishot recv (recv mode)
+	recv    bool // a connection read by recv completions (recv mode)
 	rArmed  bool // its recv is in the kernel; the recv's last completion has not been seen
 	rOff    bool // the loop asked to stop receiving (recvOff)
 	rCancel bool // a cancellation of the armed recv was submitted
@@ -92,7 +95,7 @@ type pollReg struct {
 const (
 	kindPoll    = 1 // the multishot poll of a registration
 	kindPollCtl = 2 // an update or removal of it (completes only on failure)
-	kindRecv    = 3 // the multishot recv of a connection (recv mode)
+	kindRecv    = 3 // the recv of a connection (recv mode)
 	kindRecvCtl = 4 // its cancellation (completes only on failure)
 )
 
@@ -105,7 +108,7 @@ const evData = 1 << 26
 // fills them), shared by all the loop's connections. A wait hands the loop
 // at most one buffer per completion it reaps, and they go back at the next
 // wait; when the kernel finds the ring empty a recv ends with -ENOBUFS and
-// is re-armed after the buffers came back.
+// is armed again after the buffers came back.
 const (
 	recvBufCount = 2048
 	recvBufBytes = 4096
@@ -330,7 +333,7 @@ func (p *uringPoller) settleRecv(i uint32) error {
 	want := r.live && !r.rOff
 	switch {
 	case want && !r.rArmed:
-		if _, err := p.ring.PrepRecvMultishot(int(r.fd), p.bufs.Group(), 0, p.recvData(i)); err != nil {
+		if _, err := p.ring.PrepRecv(int(r.fd), p.bufs.Group(), 0, p.recvData(i)); err != nil {
 			return err
 		}
 		r.rArmed, r.rCancel = true, false
@@ -476,10 +479,10 @@ func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
 	quiet := c.Res == -int32(unix.ENOBUFS) || c.Res == -int32(unix.ECANCELED)
 	if !c.More() {
 		r.rArmed, r.rCancel = false, false
-		if c.Res <= 0 && !quiet {
-			r.rOff = true // end of file or an error: a new recv would only repeat it
+		if !quiet {
+			r.rOff = true // the loop asks for more (recvOn) once it has taken this
 		}
-		p.settle(i) // re-arm a wanted one, free a removed one
+		p.settle(i) // re-arm one that ran dry, free a removed one
 	}
 	if !r.live || quiet {
 		return out // bytes for a removed registration go back with the rest

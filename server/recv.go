@@ -7,27 +7,20 @@ import (
 
 // The read path in recv mode (the io_uring backend with its provided buffer
 // ring, poller.recvMode): the kernel delivers a connection's bytes with a
-// completion, so the loop never calls read(2) and cannot leave bytes in the
-// socket the way an epoll loop that stops reading does. What the loop
-// cannot use at once (the connection is paused by backpressure, its frames
-// are held by MaxFramesPerTurn, it has spent this turn's read budget, the
-// engine is at MaxQueuedBytes) is kept in the connection's input buffer,
-// and once that holds recvHoldBytes the connection's recv is stopped
-// (poller.recvOff): from then on the kernel keeps what arrives, as with
-// epoll, until readConn has used what was held and re-arms the recv
-// (poller.recvOn).
+// recv completion, in a buffer of the loop's shared ring, so the loop never
+// calls read(2). Each recv brings at most one buffer and the loop arms the
+// next one (recvMore) only when the connection may read and holds nothing:
+// a connection that stops reading (backpressure, MaxFramesPerTurn, its
+// read budget, the admission stage's slow list, MaxQueuedBytes) leaves the
+// rest in the socket as with epoll, and what the one completion already
+// under way brought waits in c.held (copied out of the ring, so ring
+// buffers go back at the next wait whatever the connection does).
 //
-// The admission stage sees each completion as one read: its arrival bound
-// is the turn's (the bytes were in the kernel before this turn's wait
-// returned; with DEFER_TASKRUN the kernel moves them into the buffer at that
-// wait), never a draining read's.
-
-// recvHoldBytes is the most input a connection keeps in recv mode while it
-// cannot use it before its recv is stopped: a read budget, within half of
-// MaxInBufferBytes so what completions already posted still bring fits.
-func (l *loop) recvHoldBytes() int {
-	return max(1, min(l.cfg.ReadBudgetBytes, l.cfg.MaxInBufferBytes/2))
-}
+// Bytes are dispatched from the ring buffer in place, as reads of at most
+// the turn's read budget (a Raw frame stays within ReadBudgetBytes); only a
+// frame's unparsed head is copied into c.in, as with read(2). The admission
+// stage sees each completion as a read whose bytes arrived before this
+// turn's wait returned (recvStart).
 
 // recvEvent handles a recv completion for c: data (res bytes), end of file
 // (res 0) or the recv's error (a negated errno). The bytes are dispatched
@@ -56,7 +49,7 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 	c.lastActive = l.now
 	s := l.stage
 	if s != nil {
-		s.readStart(c, true)
+		s.recvStart(c, len(c.held) == 0)
 		s.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
 	}
 	if len(c.held) > 0 {
@@ -64,11 +57,11 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 		l.readConn(c, true)
 	} else {
 		l.holdIn(c, l.recvFeed(c, data, true))
+		l.recvMore(c)
 	}
 	if s != nil {
-		s.readEnd(c, 0, false) // no draining read bounds the next bytes' arrival
+		s.readEnd(c, 0, false) // a read over the tenant's byte quota parks c
 	}
-	l.recvHeld(c)
 }
 
 // recvFeed dispatches data, bytes c received, as reads of at most the
@@ -138,13 +131,22 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 		l.bp.inBytes -= len(c.held) - k
 		c.held = c.held[:k]
 		if k > 0 {
-			l.recvHeld(c)
 			return
 		}
 		l.pools.ins.put(c.held)
 		c.held = nil
 	}
-	if !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
+	l.recvMore(c)
+}
+
+// recvMore asks for c's next bytes (poller.recvOn) once it holds none and
+// may read: each recv brings at most one provided buffer and is armed
+// again only here, so what the loop holds for a connection it cannot serve
+// is at most the one completion that was already under way, and the kernel
+// keeps the rest in the socket as with epoll. With nothing held, an end of
+// file the recv reported is seen here.
+func (l *loop) recvMore(c *Conn) {
+	if len(c.held) > 0 || !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return
 	}
 	if c.flags&fRecvEOF != 0 {
@@ -155,22 +157,6 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 		return
 	}
 	l.p.recvOn(int(c.fd))
-}
-
-// recvHeld stops c's recv when it holds bytes it is not using: at once
-// when it may not read (paused, parked, closing, the engine at
-// MaxQueuedBytes), and past recvHoldBytes when only this turn's budget or
-// frame count stopped it. The kernel keeps what arrives from then on, as
-// with epoll; what completions already posted bring is still held, so
-// held bytes are bounded by recvHoldBytes plus one wait's completions.
-func (l *loop) recvHeld(c *Conn) {
-	if c.flags&fClosed != 0 || len(c.held) == 0 {
-		return
-	}
-	s := l.stage
-	if !c.readable() || l.overQueued() || s != nil && s.parked(c) || len(c.held) >= l.recvHoldBytes() {
-		l.p.recvOff(int(c.fd))
-	}
 }
 
 // holdIn appends data to c.held, the received bytes c has not taken yet.

@@ -84,6 +84,19 @@ func (s *stage) readStart(c *Conn, edge bool) int64 {
 	return t0
 }
 
+// recvStart is readStart for a recv completion (recv mode): the bytes were
+// in the kernel before this turn's wait returned, so their arrival bound is
+// the turn's (readySince). fresh reports that c holds no earlier bytes;
+// otherwise the bound of those, which go first, stands. The bound is kept
+// where a draining read's would be, for the held bytes' later dispatch.
+func (s *stage) recvStart(c *Conn, fresh bool) {
+	s.doneAt = 0
+	if a := c.adm; a != nil && s.shedDelay && fresh {
+		a.drainedAt = s.readySince
+		a.flags &^= sFresh
+	}
+}
+
 // readBytes charges n bytes just read from c to its tenant
 // (ChargeReadBytes), before they are decoded; over quota, the frames
 // decoded from them are refused (admitPolicy) and readEnd parks c until the
