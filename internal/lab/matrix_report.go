@@ -182,7 +182,11 @@ func cellText(c *MatrixCell) string {
 	if !c.GoodputMet() {
 		s += miss
 	}
-	s += fmt.Sprintf(" / %s× (%s–%s)", timesText(p.Median), timesText(p.Min), timesText(p.Max))
+	if p.Median > 0 {
+		s += fmt.Sprintf(" / %s× (%s–%s)", timesText(p.Median), timesText(p.Min), timesText(p.Max))
+	} else {
+		s += " / no p99"
+	}
 	if !c.P99Met() {
 		s += miss
 	}

@@ -52,6 +52,13 @@ type MatrixRun struct {
 	// in flight when the window closed (Load.Unfinished) are not judged.
 	Unanswered int64 `json:"unanswered"`
 	Answered   bool  `json:"answered"`
+	// Balance is, for an open-loop run, the sends intended in the window
+	// minus everything the generator accounted for: served, refused,
+	// missed, lost with a failed connection and in flight at the end. The
+	// generator counts answers by when they arrive, so the requests in
+	// flight when the window opened make it negative: a few for a server
+	// that answers promptly, up to 64 per connection for one that queues.
+	Balance int64 `json:"balance,omitempty"`
 	// PeakRSSKiB is the server's peak resident memory (VmHWM) over its
 	// life: a fresh process per run, so start-up, warm-up and this run.
 	PeakRSSKiB int64  `json:"peak_rss_kib,omitempty"`
@@ -60,7 +67,7 @@ type MatrixRun struct {
 
 // account sets Unanswered and Answered from the run's Load.
 func (r *MatrixRun) account() {
-	r.Unanswered, r.Answered = 0, false
+	r.Unanswered, r.Answered, r.Balance = 0, false, 0
 	b := r.Load
 	if b == nil {
 		return
@@ -71,6 +78,10 @@ func (r *MatrixRun) account() {
 	}
 	r.Unanswered = b.Missed + b.Dropped
 	r.Answered = r.Unanswered == 0 && errs == 0
+	r.Balance = 0
+	if b.Intended > 0 {
+		r.Balance = b.Intended - (b.Msgs + b.Rejected + b.Missed + b.Dropped + b.Unfinished)
+	}
 }
 
 // MatrixCell summarises one mode, connection count, work, server and
@@ -115,8 +126,11 @@ func (c *MatrixCell) GoodputMet() bool {
 	return c.Rounds > 0 && c.GoodputRatio.Median >= MatrixGoodputTarget
 }
 
-// P99Met reports whether the median p99 ratio is within MatrixP99Target.
-func (c *MatrixCell) P99Met() bool { return c.Rounds > 0 && c.P99Ratio.Median <= MatrixP99Target }
+// P99Met reports whether the median p99 ratio is within MatrixP99Target
+// (a ratio of 0: nothing was served, so there is no p99 to meet it).
+func (c *MatrixCell) P99Met() bool {
+	return c.Rounds > 0 && c.P99Ratio.Median > 0 && c.P99Ratio.Median <= MatrixP99Target
+}
 
 // Met reports whether the cell meets all three targets in every round:
 // a round that failed counts against it.

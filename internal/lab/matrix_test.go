@@ -138,17 +138,19 @@ func TestMatrixRunAccount(t *testing.T) {
 		load       *LoadBrief
 		unanswered int64
 		answered   bool
+		balance    int64
 	}{
-		{nil, 0, false},
-		{&LoadBrief{Intended: 100, Msgs: 60, Rejected: 40}, 0, true},
-		{&LoadBrief{Intended: 100, Missed: 7, Dropped: 3}, 10, false},
-		{&LoadBrief{Errors: map[string]int64{"refused": 1}}, 0, false},
-		{&LoadBrief{Errors: map[string]int64{}}, 0, true},
+		{nil, 0, false, 0},
+		{&LoadBrief{Intended: 100, Msgs: 60, Rejected: 40}, 0, true, 0},
+		{&LoadBrief{Intended: 100, Msgs: 58, Rejected: 40, Unfinished: 5}, 0, true, -3},
+		{&LoadBrief{Intended: 100, Msgs: 80, Missed: 7, Dropped: 3}, 10, false, 10},
+		{&LoadBrief{Msgs: 50, Unfinished: 64, Errors: map[string]int64{"refused": 1}}, 0, false, 0},
+		{&LoadBrief{Errors: map[string]int64{}}, 0, true, 0},
 	} {
-		r := MatrixRun{Load: tc.load, Unanswered: 99, Answered: !tc.answered}
+		r := MatrixRun{Load: tc.load, Unanswered: 99, Answered: !tc.answered, Balance: 99}
 		r.account()
-		if r.Unanswered != tc.unanswered || r.Answered != tc.answered {
-			t.Errorf("%d: unanswered %d answered %v, want %d %v", i, r.Unanswered, r.Answered, tc.unanswered, tc.answered)
+		if r.Unanswered != tc.unanswered || r.Answered != tc.answered || r.Balance != tc.balance {
+			t.Errorf("%d: unanswered %d answered %v balance %d, want %d %v %d", i, r.Unanswered, r.Answered, r.Balance, tc.unanswered, tc.answered, tc.balance)
 		}
 	}
 }
@@ -270,6 +272,7 @@ func TestMatrixCellText(t *testing.T) {
 		{rep.cell(ModePool, us200, ServerSluiceShedDefault, 2), "80% (80–80%) ✗ / 4.0× (4.0–4.0) ✗ · 1 of 2 rounds failed ✗"},
 		{rep.cell(ModePool, us200, ServerSluiceShedDefault, 10), "no result · 2 of 2 rounds failed ✗"},
 		{&MatrixCell{Rounds: 1, GoodputRatio: Spread{1, 1, 1}, P99Ratio: Spread{1, 1, 1}}, "100% (100–100%) / 1.0× (1.0–1.0) · connections failed ✗"},
+		{&MatrixCell{Rounds: 1, AllAnswered: true}, "0% (0–0%) ✗ / no p99 ✗"},
 	} {
 		if got := cellText(tc.c); got != tc.want {
 			t.Errorf("%d: %q, want %q", i, got, tc.want)
