@@ -15,8 +15,11 @@
 //     per connection and the system-call mix.
 //   - The overload bench (Overload, OverloadConfig, OverloadReport) and its
 //     child processes' work (ConnFlood, PeerFlood).
+//   - The overload matrix (Matrix, MatrixConfig, MatrixReport): every
+//     server at several offered loads, works per frame, work modes and
+//     connection counts, against the targets of docs/OVERLOAD.md.
 //   - Reports: JSON, markdown tables and SVG charts (WriteReport,
-//     WriteOverloadReport).
+//     WriteOverloadReport, WriteMatrixReport).
 //
 // lab refuses to own the load generator (package bench, which it drives as a
 // child process), the peer servers (package internal/lab/peers) and flag
@@ -24,8 +27,8 @@
 // lab's runs and change with them; nothing outside this module should build
 // on them.
 //
-// Linux only: the runner pins processes and reads /proc. Elsewhere Compare
-// and Overload return bench.ErrUnsupported.
+// Linux only: the runner pins processes and reads /proc. Elsewhere Compare,
+// Overload and Matrix return bench.ErrUnsupported.
 //
 // Usage:
 //

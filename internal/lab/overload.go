@@ -48,7 +48,7 @@ type OverloadConfig struct {
 	ClientCPUs []int `json:"client_cpus"`
 
 	// Goodput: Servers (nil: sluice-shed, sluice-shed-tight, sluice-noshed,
-	// gnet, net) do Work
+	// gnet, net; sluice-shed-default on request) do Work
 	// per frame (0: 200µs); each one's capacity is its closed-loop
 	// throughput with Conns × InFlight requests of Size bytes (0: 32
 	// connections, 1,024 requests in flight over them and 64 bytes: enough
@@ -206,7 +206,7 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 
 // Validate reports a configuration that cannot run.
 func (c *OverloadConfig) Validate() error {
-	known := map[string]bool{ServerSluiceShed: true, ServerSluiceShedTight: true, ServerSluiceNoShed: true, ServerSluiceBudget: true, ServerSluiceMemLimit: true, ServerGnet: true, ServerNet: true}
+	known := map[string]bool{ServerSluiceShedDefault: true, ServerSluiceShed: true, ServerSluiceShedTight: true, ServerSluiceNoShed: true, ServerSluiceBudget: true, ServerSluiceMemLimit: true, ServerGnet: true, ServerNet: true}
 	for _, s := range append(append([]string(nil), c.Servers...), c.MemoryServers...) {
 		if !known[s] {
 			return fmt.Errorf("%w: unknown overload server %q", bench.ErrInvalidConfig, s)
@@ -273,6 +273,16 @@ type LoadBrief struct {
 	ClientUtil         float64 `json:"client_util,omitempty"`
 	ServerCoreBusy     float64 `json:"server_core_busy,omitempty"`
 	ClientCoreBusy     float64 `json:"client_core_busy,omitempty"`
+	// The generator's counts (bench.LoadResult): open-loop sends intended
+	// in the window, responses (Msgs) and rejects read in it, requests still
+	// in flight when it ended and requests lost with failed connections.
+	Intended   int64 `json:"intended,omitempty"`
+	Msgs       int64 `json:"msgs,omitempty"`
+	Rejected   int64 `json:"rejected,omitempty"`
+	Unfinished int64 `json:"unfinished,omitempty"`
+	Dropped    int64 `json:"dropped,omitempty"`
+	// ConnsOpen is how many connections the generator established.
+	ConnsOpen int `json:"conns_open,omitempty"`
 }
 
 // brief keeps what the report needs of r.
@@ -281,7 +291,8 @@ func brief(r *bench.LoadResult) *LoadBrief {
 		return nil
 	}
 	b := &LoadBrief{OfferedPerSec: r.OfferedPerSec, MsgsPerSec: r.MsgsPerSec, RejectedPerSec: r.RejectedPerSec,
-		Rejects: r.Rejects, Latency: r.Latency, RejectLatency: r.RejectLatency, Missed: r.Missed, Late: r.Late, Errors: r.Errors}
+		Rejects: r.Rejects, Latency: r.Latency, RejectLatency: r.RejectLatency, Missed: r.Missed, Late: r.Late, Errors: r.Errors,
+		Intended: r.Intended, Msgs: r.Msgs, Rejected: r.Rejected, Unfinished: r.Unfinished, Dropped: r.Dropped, ConnsOpen: r.ConnsOpen}
 	if r.Server != nil {
 		b.ServerUtil, b.ServerMicrosPerMsg = r.Server.Util, r.Server.CPUMicrosPerMsg
 	}

@@ -42,33 +42,11 @@ func Overload(ctx context.Context, cfg OverloadConfig) (*OverloadReport, error) 
 	}
 	raiseFileLimit()
 	o := &overload{cfg: cfg, rep: &OverloadReport{Started: time.Now(), Machine: ReadMachine(), Config: cfg, Commands: map[string]string{}}}
-	if cfg.ModuleDir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		if o.cfg.ModuleDir, err = ModuleDir(ctx, cfg.GoCmd, wd); err != nil {
-			return nil, err
-		}
-	}
-	tmp, err := os.MkdirTemp("", "sluice-overload-")
+	cleanup, err := o.build(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	o.benchBin = cfg.BenchBin
-	if o.benchBin == "" {
-		o.benchBin = filepath.Join(tmp, "bench")
-		o.progress("building ./cmd/bench")
-		if err := goBuild(ctx, cfg.GoCmd, o.cfg.ModuleDir, "./cmd/bench", o.benchBin); err != nil {
-			return nil, err
-		}
-	}
-	o.echoBin = filepath.Join(tmp, "echo")
-	o.progress("building ./cmd/echo")
-	if err := goBuild(ctx, cfg.GoCmd, o.cfg.ModuleDir, "./cmd/echo", o.echoBin); err != nil {
-		return nil, err
-	}
+	defer cleanup()
 	if cfg.has(PartGoodput) {
 		o.goodput(ctx)
 	}
@@ -84,6 +62,42 @@ func Overload(ctx context.Context, cfg OverloadConfig) (*OverloadReport, error) 
 	o.rep.Machine.LoadAvgEnd = ReadLoadAvg()
 	o.rep.Finished = time.Now()
 	return o.rep, ctx.Err()
+}
+
+// build finds the module and builds ./cmd/echo and, unless cfg.BenchBin
+// names one, ./cmd/bench into a temporary directory, which cleanup
+// removes.
+func (o *overload) build(ctx context.Context) (cleanup func(), err error) {
+	if o.cfg.ModuleDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		if o.cfg.ModuleDir, err = ModuleDir(ctx, o.cfg.GoCmd, wd); err != nil {
+			return nil, err
+		}
+	}
+	tmp, err := os.MkdirTemp("", "sluice-overload-")
+	if err != nil {
+		return nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	o.benchBin = o.cfg.BenchBin
+	if o.benchBin == "" {
+		o.benchBin = filepath.Join(tmp, "bench")
+		o.progress("building ./cmd/bench")
+		if err := goBuild(ctx, o.cfg.GoCmd, o.cfg.ModuleDir, "./cmd/bench", o.benchBin); err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
+	o.echoBin = filepath.Join(tmp, "echo")
+	o.progress("building ./cmd/echo")
+	if err := goBuild(ctx, o.cfg.GoCmd, o.cfg.ModuleDir, "./cmd/echo", o.echoBin); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return cleanup, nil
 }
 
 func (o *overload) progress(format string, args ...any) {
@@ -106,6 +120,9 @@ func (o *overload) server(purpose, srv string, work time.Duration, extra ...stri
 	default:
 		bin = o.echoBin
 		args = []string{"-addr", "127.0.0.1:0", "-codec", bench.CodecLength.String(), "-loops", loops}
+		if srv == ServerSluiceShedDefault {
+			args = append(args, "-shed")
+		}
 		if srv == ServerSluiceShed {
 			args = append(args, o.cfg.ShedArgs...)
 		}
@@ -134,18 +151,47 @@ func (o *overload) server(purpose, srv string, work time.Duration, extra ...stri
 	return startServer(bin, args, env, len(o.cfg.ServerCPUs), o.cfg.ServerCPUs, serverStartTimeout)
 }
 
-// load runs the generator pinned to the client CPUs against p.
+// loadSpec is one generator run: Conns connections, open loop at Rate
+// requests per second when it is positive, else closed loop with InFlight
+// requests per connection; Timeout is the response timeout (0: the
+// generator's default).
+type loadSpec struct {
+	Conns, InFlight, Size     int
+	Rate                      float64
+	Warmup, Duration, Timeout time.Duration
+}
+
+// load runs the generator pinned to the client CPUs against p with the
+// goodput part's connections, size, warm-up and window.
 func (o *overload) load(ctx context.Context, p *serverProc, rate float64, closed bool) (*bench.LoadResult, error) {
 	c := o.cfg
-	args := []string{"load", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(),
-		"-conns", strconv.Itoa(c.Conns), "-size", strconv.Itoa(c.Size),
-		"-warmup", c.Warmup.String(), "-duration", c.Duration.String(), "-server-pid", strconv.Itoa(p.Pid)}
+	s := loadSpec{Conns: c.Conns, Size: c.Size, Warmup: c.Warmup, Duration: c.Duration}
 	if closed {
-		args = append(args, "-inflight", strconv.Itoa(c.InFlight))
+		s.InFlight = c.InFlight
 	} else {
-		args = append(args, "-rate", strconv.FormatFloat(rate, 'f', 0, 64))
+		s.Rate = rate
 	}
-	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, c.Warmup+c.Duration+bench.DefaultConnectTimeout+30*time.Second)
+	return o.runLoad(ctx, p, s)
+}
+
+// runLoad runs the generator pinned to the client CPUs against p as s
+// describes.
+func (o *overload) runLoad(ctx context.Context, p *serverProc, s loadSpec) (*bench.LoadResult, error) {
+	c := o.cfg
+	args := []string{"load", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(),
+		"-conns", strconv.Itoa(s.Conns), "-size", strconv.Itoa(s.Size),
+		"-warmup", s.Warmup.String(), "-duration", s.Duration.String(), "-server-pid", strconv.Itoa(p.Pid)}
+	if s.Rate > 0 {
+		args = append(args, "-rate", strconv.FormatFloat(s.Rate, 'f', 0, 64))
+	} else {
+		args = append(args, "-inflight", strconv.Itoa(s.InFlight))
+	}
+	timeout := bench.DefaultResponseTimeout
+	if s.Timeout > 0 {
+		timeout = s.Timeout
+		args = append(args, "-timeout", s.Timeout.String())
+	}
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, s.Warmup+s.Duration+bench.DefaultConnectTimeout+timeout+30*time.Second)
 	var res bench.LoadResult
 	if len(out) > 0 && json.Unmarshal(out, &res) == nil {
 		return &res, err
@@ -187,7 +233,7 @@ func (o *overload) goodput(ctx context.Context) {
 	for r := 0; r < c.Rounds && ctx.Err() == nil; r++ {
 		for i, s := range c.Servers {
 			as := s
-			if s == ServerSluiceShed || s == ServerSluiceShedTight {
+			if s == ServerSluiceShed || s == ServerSluiceShedTight || s == ServerSluiceShedDefault {
 				as = ServerSluiceNoShed
 			}
 			res, err := o.oneLoad(ctx, as, 0, true)

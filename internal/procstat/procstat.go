@@ -49,6 +49,20 @@ func ReadProcCounters(pid int) (ProcCounters, error) {
 	return c, nil
 }
 
+// ReadPeakRSSKiB reads pid's peak resident memory over its life, VmHWM
+// from /proc/PID/status, in KiB.
+func ReadPeakRSSKiB(pid int) (int64, error) {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	v := parseStatusKiB(status, "VmHWM:")
+	if v < 0 {
+		return 0, fmt.Errorf("sluice: bench: no VmHWM in /proc/%d/status", pid)
+	}
+	return v, nil
+}
+
 // parseProcStatCPU returns utime+stime from the contents of /proc/PID/stat.
 // The command name (field 2) may contain spaces and parentheses, so fields are
 // counted from the last ')'.

@@ -1,6 +1,8 @@
 package procstat
 
 import (
+	"os"
+	"runtime"
 	"testing"
 )
 
@@ -29,6 +31,23 @@ func TestParseStatusAndIO(t *testing.T) {
 	io := "rchar: 100\nwchar: 200\nsyscr: 31\nsyscw: 17\nread_bytes: 0\n"
 	if r, w := parseProcIO([]byte(io)); r != 31 || w != 17 {
 		t.Fatalf("syscr %d syscw %d", r, w)
+	}
+}
+
+func TestReadPeakRSS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	c, err := ReadProcCounters(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hwm, err := ReadPeakRSSKiB(os.Getpid()) // after: the peak only grows
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hwm <= 0 || hwm < c.RSSKiB {
+		t.Fatalf("VmHWM %d KiB below VmRSS %d KiB", hwm, c.RSSKiB)
 	}
 }
 

@@ -80,7 +80,8 @@ commands:
   peer      run a peer server: gnet, net, or trivial (for the generator's ceiling); gnet-http, nethttp
   render    re-render report.md and the charts from a saved report.json
   external  redis-benchmark (redis-server vs sluice kv) and wrk (sluice HTTP vs gnet vs net/http)
-  overload  goodput at 5× capacity, memory under non-reading peers, the listen gate, full accept queues
+  overload  goodput at 5× capacity, memory under non-reading peers, the listen gate, full accept queues;
+            with -matrix the overload matrix (2×-10× capacity, 50 µs-20 ms of work, inline and pool, 64 and 1,000 connections)
   connflood open connections at a rate and record how each ended (overload's child)
   peerflood peers that send and never read (overload's child)
 

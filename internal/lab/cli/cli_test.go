@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,5 +74,45 @@ func TestRender(t *testing.T) {
 	d, _ := os.ReadFile(doc)
 	if !strings.Contains(string(d), "8 conns × 2 in flight × 64 B") || !strings.Contains(string(d), "out/"+lab.LatencyChart) {
 		t.Fatalf("doc section:\n%s", d)
+	}
+}
+
+// TestMatrixRender re-renders the lab's synthetic matrix.json through
+// bench overload -matrix -from.
+func TestMatrixRender(t *testing.T) {
+	out := t.TempDir()
+	if code := Main([]string{"overload", "-matrix", "-from", filepath.Join("..", "testdata", lab.MatrixJSON), "-out", out}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, name := range []string{lab.MatrixJSON, lab.MatrixMarkdown, lab.MatrixChartName("inline", 64), lab.MatrixChartName("pool", 64)} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if code := Main([]string{"overload", "-matrix", "-resume", "-out", out}); code != 1 {
+		t.Errorf("-resume without -from: exit %d, want 1", code)
+	}
+	if code := Main([]string{"overload", "-matrix", "-works", "2ms,fast", "-out", out}); code != 1 {
+		t.Errorf("a bad -works: exit %d, want 1", code)
+	}
+}
+
+func TestMatrixFlags(t *testing.T) {
+	m := matrixFlags{factors: "2, 5,10", works: "50us,2ms", modes: "pool", conns: "64,1000", servers: "net", minSamples: 500}
+	var cfg lab.MatrixConfig
+	if err := m.config(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(cfg.Factors, cfg.Works, cfg.Modes, cfg.Conns, cfg.Servers, cfg.MinSamples); got != "[2 5 10] [50µs 2ms] [pool] [64 1000] [net] 500" {
+		t.Errorf("config %s", got)
+	}
+	var empty lab.MatrixConfig
+	if err := (&matrixFlags{}).config(&empty); err != nil || empty.Factors != nil || empty.Works != nil {
+		t.Errorf("empty lists: %v %+v", err, empty)
+	}
+	for _, bad := range []matrixFlags{{factors: "x"}, {conns: "1.5"}, {works: "5"}} {
+		if err := bad.config(&cfg); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
 	}
 }

@@ -19,22 +19,35 @@ func runOverload(ctx context.Context, args []string) error {
 	var cfg lab.OverloadConfig
 	parts := fs.String("parts", "", "parts to run, comma-separated: goodput, memory, gate, backlog (empty: all)")
 	fs.IntVar(&cfg.Rounds, "rounds", 0, "rounds per part, servers alternating within a round (0: 3)")
-	servers := fs.String("servers", "", "goodput servers: sluice-shed, sluice-shed-tight, sluice-noshed, gnet, net (empty: all five)")
+	servers := fs.String("servers", "", "goodput servers: sluice-shed, sluice-shed-tight, sluice-noshed, gnet, net, and sluice-shed-default (cmd/echo -shed alone) (empty: the first five)")
 	memServers := fs.String("memory-servers", "", "memory servers: sluice-budget, sluice-noshed, net, gnet (empty: all four)")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated CPU cost per frame of every server (0: 200us)")
 	fs.Float64Var(&cfg.Factor, "factor", 0, "overload: open-loop rate as a multiple of each server's median capacity (0: 5)")
-	fs.Float64Var(&cfg.UnloadedFraction, "unloaded", 0, "the reference run: open-loop rate as a fraction of each server's median capacity, whose p99 the overload p99 is compared with (0: 0.2)")
+	fs.Float64Var(&cfg.UnloadedFraction, "unloaded", 0, "the reference run: open-loop rate as a fraction of each server's median capacity (with -matrix: of its capacity in the same round), whose p99 the overload p99 is compared with (0: 0.2; with -matrix 0.5)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "goodput connections (0: 32)")
-	fs.DurationVar(&cfg.Duration, "duration", 0, "measured window of each goodput run (0: 3s)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "measured window of each goodput run (0: 3s); with -matrix the shortest window, longer where a run would serve fewer than -min-samples requests")
 	shed := fs.String("shed-args", "", "cmd/echo flags of sluice-shed, space-separated (empty: "+strings.Join(lab.DefaultShedArgs, " ")+")")
 	fs.Int64Var(&cfg.QueuedBudgetBytes, "queued-budget", 0, "sluice-budget's -max-queued-bytes (0: 16 MiB)")
 	fs.IntVar(&cfg.FloodConns, "flood-conns", 0, "memory: non-reading peers (0: 200)")
 	fs.IntVar(&cfg.GateBudget, "gate-budget", 0, "gate: -budget-conns of the flooded server (0: 300)")
-	out := fs.String("out", "docs/overload", "directory for overload.json, overload.md and gate.svg")
+	out := fs.String("out", "docs/overload", "directory for overload.json, overload.md and gate.svg (with -matrix: matrix.json, matrix.md and the charts, in "+defaultMatrixOut+" unless given)")
 	serverCPUs := fs.String("server-cpus", "0", "CPUs the servers are pinned to")
 	clientCPUs := fs.String("client-cpus", "1", "CPUs the generator and floods are pinned to")
-	from := fs.String("from", "", "re-render the report files into -out from this saved overload.json instead of measuring")
+	from := fs.String("from", "", "re-render the report files into -out from this saved overload.json (with -matrix: matrix.json) instead of measuring")
+	var mf matrixFlags
+	mf.register(fs)
 	_ = fs.Parse(args)
+	if mf.matrix {
+		outDir := *out
+		if !flagSet(fs, "out") {
+			outDir = defaultMatrixOut
+		}
+		mc := lab.MatrixConfig{Rounds: cfg.Rounds, Duration: cfg.Duration, RefFraction: cfg.UnloadedFraction}
+		if *shed != "" {
+			mc.ShedArgs = strings.Fields(*shed)
+		}
+		return runMatrix(ctx, &mf, mc, *serverCPUs, *clientCPUs, *from, outDir)
+	}
 	if *from != "" {
 		b, err := os.ReadFile(*from)
 		if err != nil {
