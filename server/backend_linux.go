@@ -1,5 +1,12 @@
 package server
 
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/sluicenet/sluice/ringq"
+)
+
 // evFail is set, with evErr and evHup, on an event for a descriptor the
 // backend can no longer watch (an io_uring poll that failed): the loop closes
 // the connection with errPollFailed. Epoll never sets it (bit 27 is no
@@ -89,6 +96,19 @@ func (p *poller) recvOff(fd int) {
 	if p.ur != nil {
 		p.ur.recvOff(fd)
 	}
+}
+
+// sendIovecs, send and orphanSend are the write side of recv mode (the
+// loop's sends go through the ring; see sendq.go): iovecs to fill for one
+// send, the send itself (its completion is an evSent event whose result
+// received returns), and the out-queue of a connection closed under a send,
+// released when that send completes.
+func (p *poller) sendIovecs(n int) ([]unix.Iovec, error) { return p.ur.sendIovecs(n) }
+
+func (p *poller) send(fd int, iovs []unix.Iovec) error { return p.ur.send(fd, iovs) }
+
+func (p *poller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool {
+	return p.ur.orphanSend(fd, q)
 }
 
 func (p *poller) wait(block bool) (int, error) {

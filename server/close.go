@@ -38,6 +38,10 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	c.state.Store(stateClosed)
 	c.full.Store(false)
 	l.timers.remove(&c.tm)
+	if l.orphanOut(c) { // the kernel may still read the out-queue: the poller keeps it
+		l.bp.outBytes -= c.outBytes
+		c.outBytes, c.outMsgs = 0, 0
+	}
 	l.p.forget(int(c.fd))
 	sysClose(int(c.fd))
 	l.conns[c.fd] = nil

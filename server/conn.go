@@ -75,6 +75,7 @@ type Conn struct {
 	nextDirty *Conn
 	closing   error      // cause of a requested close; loop-owned
 	pending   int32      // frames in the worker pool; loop-owned
+	sending   int32      // recv mode: bytes of the send in flight (sendq_linux.go)
 	adm       *connStage // admission state (stage.go); nil unless the stage needs it
 
 	remote netip.AddrPort

@@ -294,7 +294,17 @@ func (l *loop) ioPhase(n int) {
 			l.flushEarly(c)
 			continue
 		}
-		if ev&evOut != 0 && c.flags&fOutArmed != 0 {
+		if ev&evSent != 0 { // recv mode: a send completed
+			_, res := l.p.received(i)
+			l.sendDone(c, res)
+			continue
+		}
+		if ev&evOut != 0 && c.flags&fOutArmed != 0 && l.p.recvMode() {
+			l.roomForSend(c) // a send the full socket gave back (sendq_linux.go)
+			if c.flags&fClosed != 0 {
+				continue
+			}
+		} else if ev&evOut != 0 && c.flags&fOutArmed != 0 {
 			l.flushConn(c)
 			if c.flags&fClosed != 0 {
 				continue

@@ -6,10 +6,11 @@ import "net/netip"
 
 const platformSupported = false
 
-// evFail and evData: placeholders like the bits below.
+// evFail, evData and evSent: placeholders like the bits below.
 const (
 	evFail = 1 << 27
 	evData = 1 << 26
+	evSent = 1 << 25
 )
 
 // Event bits: placeholders so the loop compiles; New refuses to run here.

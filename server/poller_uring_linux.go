@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/internal/uring"
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/sluicenet/sluice/ringq"
 )
 
 // uringPoller is the io_uring backend: the poller contract filled with one
@@ -65,6 +67,8 @@ type uringPoller struct {
 	bufs      *uring.BufRing // the provided buffers of connections' recvs; nil: readiness only
 	lent      []uint16       // buffers the last wait's recv events hold, recycled at the next wait
 	readyOnly bool           // connections on readiness and read(2) too (set before open; tests of that contract)
+	iovs      []unix.Iovec   // sends' iovecs, valid until the submission that carries them (sendIovecs)
+	niovs     int            // iovs in use since the last submission
 }
 
 // uringEvent is one event of the last wait, as event(i) returns it.
@@ -80,15 +84,18 @@ type pollReg struct {
 	fd      int32
 	tag, ev uint32 // ev: the interest, without evEdge
 	gen     uint32
-	level   bool // registered without evEdge: a one-shot poll re-armed after each completion
-	live    bool // registered: byFd names it
-	armed   bool // a poll is in the kernel; its last completion has not been seen
-	queued  bool // on later
-	updated bool // ev changed and the kernel has not been told yet
-	recv    bool // a connection read by recv completions (recv mode)
-	rArmed  bool // its recv is in the kernel; the recv's last completion has not been seen
-	rOff    bool // the loop asked to stop receiving (recvOff)
-	rCancel bool // a cancellation of the armed recv was submitted
+	level   bool                         // registered without evEdge: a one-shot poll re-armed after each completion
+	live    bool                         // registered: byFd names it
+	armed   bool                         // a poll is in the kernel; its last completion has not been seen
+	queued  bool                         // on later
+	updated bool                         // ev changed and the kernel has not been told yet
+	recv    bool                         // a connection read by recv completions (recv mode)
+	rArmed  bool                         // its recv is in the kernel; the recv's last completion has not been seen
+	rOff    bool                         // the loop asked to stop receiving (recvOff)
+	rCancel bool                         // a cancellation of the armed recv was submitted
+	sArmed  bool                         // a send is in the kernel; its completion has not been seen
+	sCancel bool                         // a cancellation of the orphaned send was submitted
+	orphan  *ringq.Ring[ioflush.Segment] // a closed connection's out-queue under a send: dropped at its completion
 }
 
 // User_data kinds of the backend's submissions.
@@ -97,7 +104,17 @@ const (
 	kindPollCtl = 2 // an update or removal of it (completes only on failure)
 	kindRecv    = 3 // the recv of a connection (recv mode)
 	kindRecvCtl = 4 // its cancellation (completes only on failure)
+	kindSend    = 5 // a connection's sendmsg (recv mode)
+	kindSendCtl = 6 // its cancellation after del (completes only on failure)
 )
+
+// evSent marks an event that is a send completion (recv mode): received(i)
+// has its result. Bit 25 is no EPOLL* flag.
+const evSent = 1 << 25
+
+// sendIovecCount is the iovecs the sends of one submission may use in all;
+// a send that needs more than are left submits what was prepared first.
+const sendIovecCount = 4096
 
 // evData marks an event that is a recv completion (recv mode): received(i)
 // has its bytes and result. Bit 26 is no EPOLL* flag.
@@ -194,6 +211,59 @@ func (p *uringPoller) recvOff(fd int) {
 	}
 }
 
+// sendIovecs returns n iovecs for a send to fill, valid until the
+// submission that carries it returns (the kernel copies them there);
+// when the batch's are used up it submits what was prepared first.
+func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error) {
+	if p.iovs == nil {
+		p.iovs = make([]unix.Iovec, sendIovecCount)
+	}
+	n = min(n, sendIovecCount)
+	if p.niovs+n > len(p.iovs) {
+		if _, err := p.ring.Submit(); err != nil {
+			return nil, err
+		}
+		p.clearIovecs()
+	}
+	v := p.iovs[p.niovs : p.niovs+n : p.niovs+n]
+	p.niovs += n
+	return v, nil
+}
+
+// clearIovecs forgets the iovecs of what was just submitted (nothing in
+// them stays reachable).
+func (p *uringPoller) clearIovecs() {
+	clear(p.iovs[:p.niovs])
+	p.niovs = 0
+}
+
+// send submits a sendmsg of iovs on fd (with the next wait); its completion
+// comes as an evSent event. One send per connection is in flight at a time.
+func (p *uringPoller) send(fd int, iovs []unix.Iovec) error {
+	i, ok := p.lookup(fd)
+	if !ok {
+		return os.NewSyscallError("sendmsg", unix.ENOENT)
+	}
+	r := &p.regs[i]
+	if _, err := p.ring.PrepSendmsg(fd, iovs, unix.MSG_NOSIGNAL, uring.Pack(kindSend, i, r.gen)); err != nil {
+		return err
+	}
+	r.sArmed = true
+	return nil
+}
+
+// orphanSend hands the poller the out-queue of fd, about to be closed
+// with a send in flight: its bytes stay untouched until that send's
+// completion, which drops (releases) them. False if the send has completed
+// (its event not yet handled): the caller releases q itself.
+func (p *uringPoller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool {
+	if i, ok := p.lookup(fd); ok && p.regs[i].sArmed {
+		p.regs[i].orphan = q
+		return true
+	}
+	return false // its completion is in hand already: the kernel is done with q
+}
+
 func (p *uringPoller) recvData(i uint32) uring.UserData {
 	return uring.Pack(kindRecv, i, p.regs[i].gen)
 }
@@ -273,7 +343,7 @@ func (p *uringPoller) del(fd int) error {
 // Before attach, or when the submission queue stays full, i waits on later.
 func (p *uringPoller) settle(i uint32) {
 	r := &p.regs[i]
-	if !r.live && !r.armed && !r.rArmed {
+	if !r.live && !r.armed && !r.rArmed && !r.sArmed {
 		if !r.queued {
 			p.free = append(p.free, i)
 		}
@@ -311,6 +381,15 @@ func (p *uringPoller) settle(i uint32) {
 	}
 	if err == nil && recv {
 		err = p.settleRecv(i)
+	}
+	if err == nil && !r.live && r.sArmed && r.orphan != nil && !r.sCancel {
+		// a closed connection's send may wait for room forever (a peer
+		// that does not read): cancel it, so the socket and its bytes go
+		var s *uring.SQE
+		if s, err = p.ring.PrepCancel(uring.Pack(kindSend, i, r.gen), false, uring.Pack(kindSendCtl, i, r.gen)); err == nil {
+			s.SetFlags(uring.FlagSkipSuccess)
+			r.sCancel = true
+		}
 	}
 	if err != nil {
 		p.queue(i)
@@ -384,6 +463,9 @@ func (p *uringPoller) wait(block bool) (int, error) {
 	} else {
 		_, err = p.ring.Submit()
 	}
+	if p.niovs > 0 && err == nil {
+		p.clearIovecs()
+	}
 	// EBUSY: completions overflowed and the queue is full (reaping them
 	// makes room); EAGAIN: the kernel was short of memory. Neither consumed
 	// the submissions, which stay queued for the next wait.
@@ -419,6 +501,13 @@ func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
 	switch c.UserData.Kind() {
 	case kindRecv:
 		return p.completeRecv(i, c, out), nil
+	case kindSend:
+		return p.completeSend(i, c, out), nil
+	case kindSendCtl:
+		if c.Res == -int32(unix.EALREADY) { // the send was running: ask again
+			r.sCancel = false
+			p.queue(i)
+		}
 	case kindRecvCtl:
 		if c.Res == -int32(unix.EALREADY) { // the recv was running: ask again
 			r.rCancel = false
@@ -488,6 +577,29 @@ func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
 		return out // bytes for a removed registration go back with the rest
 	}
 	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evIn | evData, res: c.Res, data: data}
+	return out + 1
+}
+
+// completeSend handles the completion of registration i's send: an evSent
+// event with its result for a live connection; for a closed one the
+// out-queue it was sending from is released now that the kernel is done
+// with it.
+func (p *uringPoller) completeSend(i uint32, c uring.CQE, out int) int {
+	r := &p.regs[i]
+	if !r.sArmed {
+		return out
+	}
+	r.sArmed = false
+	if !r.live {
+		if r.orphan != nil {
+			ioflush.Drop(r.orphan)
+			r.orphan = nil
+		}
+		r.sCancel = false
+		p.settle(i) // free the record once nothing else is in flight
+		return out
+	}
+	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evSent, res: c.Res}
 	return out + 1
 }
 

@@ -2,6 +2,13 @@
 
 package server
 
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/ioflush"
+	"github.com/sluicenet/sluice/ringq"
+)
+
 // uringPoller does not exist where internal/uring does not: uringUsable
 // refuses, so New keeps such engines on epoll and no method below runs.
 type uringPoller struct{ readyOnly bool }
@@ -21,7 +28,14 @@ func (p *uringPoller) received(i int) ([]byte, int32)       { return nil, 0 }
 func (p *uringPoller) recvOn(fd int)                        {}
 func (p *uringPoller) recvOff(fd int)                       {}
 
-// evData: no recv completions without the io_uring backend.
-const evData = 1 << 26
+func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error)                 { return nil, ErrUnsupported }
+func (p *uringPoller) send(fd int, iovs []unix.Iovec) error                   { return ErrUnsupported }
+func (p *uringPoller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool { return false }
+
+// evData and evSent: no recv or send completions without the io_uring backend.
+const (
+	evData = 1 << 26
+	evSent = 1 << 25
+)
 
 func uringUsable() (struct{}, error) { return struct{}{}, ErrUnsupported }

@@ -251,8 +251,8 @@ type Stats struct {
 
 	Flushes          uint64 // ioflush.Flush calls (writev, usually one each)
 	BytesOut         uint64 // bytes written
-	OutArms          uint64 // EPOLLOUT armed after a would-block flush
-	FlushBudgetSpent uint64 // flushes stopped by FlushBudgetBytes (to the ready list)
+	OutArms          uint64 // EPOLLOUT armed after a would-block flush (io_uring: a send the socket took only part of)
+	FlushBudgetSpent uint64 // flushes stopped by FlushBudgetBytes (to the ready list; io_uring: a send cut at the budget)
 	Pauses           uint64 // reading paused by backpressure (high watermark)
 	QueueFull        uint64 // writes refused with ErrQueueFull
 	Rejects          uint64 // frames refused by admission

@@ -65,6 +65,10 @@ func (l *loop) flushConn(c *Conn) {
 	if q == nil {
 		return
 	}
+	if l.p.recvMode() {
+		l.flushSend(c) // through the ring (sendq_linux.go)
+		return
+	}
 	c.flags &^= fRejOnly // whatever is left is the flusher's (EPOLLOUT, ready list)
 	before := q.segs.Len()
 	l.observeOutQueue(c.outBytes)

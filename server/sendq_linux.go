@@ -1,0 +1,174 @@
+package server
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/ioflush"
+)
+
+// The write path in recv mode (the io_uring backend with its buffer ring):
+// a connection's out-queue is written by a sendmsg submitted through the
+// ring, its iovecs the out-queue's segments up to FlushBudgetBytes, with
+// the turn's one io_uring_enter; no writev. One send per connection is in
+// flight at a time, marked by fOutArmed (as epoll marks a connection
+// waiting for EPOLLOUT: the kernel has its output in hand). The segments
+// it covers stay in the out-queue, untouched, until its completion
+// (sendDone) pops what was sent; replies queued meanwhile are appended
+// behind them (chunks never move). A short send leaves the rest for the
+// next send, which the dirty list makes in the same turn. The kernel waits
+// for room in the socket itself, so there is no EPOLLOUT to arm. A
+// connection closed under a send hands its out-queue to the poller, which
+// cancels the send and releases the bytes at its completion (orphanOut).
+
+// roomForSend is the EPOLLOUT event of a connection whose send came back
+// with EAGAIN (fOutArmed set, nothing sending): the poll is disarmed and
+// the send made again.
+func (l *loop) roomForSend(c *Conn) {
+	if c.flags&fOutArmed == 0 || c.sending != 0 {
+		return // a send is in flight (a late edge) or none waits
+	}
+	c.flags &^= fOutArmed
+	if err := l.p.mod(int(c.fd), connEvents, uint32(c.gen)); err != nil {
+		l.closeNow(c, err)
+		return
+	}
+	l.flushSend(c)
+}
+
+// flushSend submits one send of c's out-queue, unless one is in flight.
+func (l *loop) flushSend(c *Conn) {
+	q := c.out
+	if q == nil || c.flags&fOutArmed != 0 {
+		return
+	}
+	c.flags &^= fRejOnly
+	n, bytes := 0, 0
+	budget := l.cfg.FlushBudgetBytes
+	for k := 0; k < q.segs.Len() && n < ioflush.MaxIovecs && (budget <= 0 || bytes < budget); k++ {
+		if len(q.segs.At(k).Buf) > 0 {
+			n++
+			bytes += len(q.segs.At(k).Buf)
+		}
+	}
+	if n == 0 {
+		l.releaseOut(c)
+		l.finishClose(c)
+		return
+	}
+	iovs, err := l.p.sendIovecs(n)
+	if err != nil {
+		l.closeNow(c, err)
+		return
+	}
+	if budget > 0 && bytes > budget {
+		l.st[cFlushBudgetSpent]++ // the rest goes with the next send
+	}
+	left, j := budget, 0
+	for k := 0; j < len(iovs); k++ {
+		b := q.segs.At(k).Buf
+		if len(b) == 0 {
+			continue
+		}
+		if budget > 0 && len(b) > left {
+			b = b[:left]
+		}
+		iovs[j].Base = &b[0]
+		iovs[j].SetLen(len(b))
+		left -= len(b)
+		j++
+	}
+	l.observeOutQueue(c.outBytes)
+	if err := l.p.send(int(c.fd), iovs); err != nil {
+		l.closeNow(c, err)
+		return
+	}
+	c.flags |= fOutArmed
+	c.sending = int32(bytes)
+	if budget > 0 && bytes > budget {
+		c.sending = int32(budget)
+	}
+	l.st[cFlushes]++
+}
+
+// sendDone handles the completion of c's send: res bytes left the out-queue
+// (or the send failed with -res), then what flushConn does after a writev:
+// the queue freed when empty (else c is dirty for the next send), the
+// admission stage's afterFlush, a paused read resumed, a graceful close
+// finished.
+func (l *loop) sendDone(c *Conn, res int32) {
+	q := c.out
+	if res == -int32(unix.EAGAIN) {
+		// the socket is nonblocking and was full: the kernel gives the send
+		// back rather than waiting, so wait for room as epoll does (an
+		// EPOLLOUT poll; fOutArmed stays set, sending zero says so)
+		c.sending = 0
+		l.st[cOutArms]++
+		if err := l.p.mod(int(c.fd), connEventsOut, uint32(c.gen)); err != nil {
+			l.closeNow(c, err)
+		}
+		return
+	}
+	c.flags &^= fOutArmed
+	if res < 0 {
+		l.closeNow(c, os.NewSyscallError("sendmsg", unix.Errno(-res)))
+		return
+	}
+	if q == nil {
+		return
+	}
+	n := int(res)
+	if n < int(c.sending) {
+		l.st[cOutArms]++ // the socket was full: the rest waits for room
+	}
+	c.sending = 0
+	if n > 0 {
+		l.st[cBytesOut] += uint64(n)
+		c.outBytes -= n
+		l.bp.outBytes -= n
+		c.progressAt, c.lastActive = l.now, l.now
+	}
+	for n > 0 {
+		s := q.segs.At(0)
+		if len(s.Buf) > n {
+			s.Buf = s.Buf[n:]
+			break
+		}
+		n -= len(s.Buf)
+		s.Release()
+		q.segs.Pop()
+		m, _ := q.msgs.Pop()
+		c.outMsgs -= int(m)
+	}
+	if q.segs.Empty() {
+		c.tailChunk = nil
+		l.releaseOut(c)
+	} else {
+		l.markDirty(c)
+	}
+	if s := l.stage; s != nil && s.afterFlush(c) {
+		return // closed: it broke its own budget
+	}
+	if c.flags&fPaused != 0 && l.mayResume(c) {
+		l.resumeRead(c)
+	}
+	if c.out == nil {
+		l.finishClose(c)
+	}
+}
+
+// orphanOut is closeNow's part for a connection with a send in flight: its
+// out-queue goes to the poller, which keeps it until the send completes
+// (the kernel may still be reading it), and c lets go of it. It reports
+// whether it did.
+func (l *loop) orphanOut(c *Conn) bool {
+	if c.flags&fOutArmed == 0 || c.out == nil || !l.p.recvMode() {
+		return false
+	}
+	if !l.p.orphanSend(int(c.fd), &c.out.segs) {
+		return false
+	}
+	c.out, c.tailChunk = nil, nil
+	return true
+}
