@@ -14,7 +14,7 @@ const (
 	// loop's locked thread (SINGLE_ISSUER and DEFER_TASKRUN where the
 	// kernel has them). Connections are read by completion: a recv per
 	// connection takes a buffer from the loop's shared provided buffer
-	// ring (2,048 × 4 KiB), armed again only when the connection may read,
+	// ring (1,024 × 4 KiB), armed again only when the connection may read,
 	// so budgets and backpressure hold as with epoll and no read(2) is
 	// made. The listener, the timer and the wake-up fd, and a connection's
 	// wait for room to write, are multishot IORING_OP_POLL_ADDs. Writes

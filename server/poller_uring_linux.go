@@ -121,13 +121,13 @@ const sendIovecCount = 4096
 const evData = 1 << 26
 
 // recvBufCount and recvBufBytes size each loop's provided buffer ring:
-// 2,048 buffers of 4 KiB (8 MiB of address space, resident as the kernel
-// fills them), shared by all the loop's connections. A wait hands the loop
+// 1,024 buffers of 4 KiB (4 MiB of address space, resident only as the
+// kernel fills them), shared by all the loop's connections. A wait hands the loop
 // at most one buffer per completion it reaps, and they go back at the next
 // wait; when the kernel finds the ring empty a recv ends with -ENOBUFS and
 // is armed again after the buffers came back.
 const (
-	recvBufCount = 2048
+	recvBufCount = 1024
 	recvBufBytes = 4096
 	recvBufGroup = 1
 )

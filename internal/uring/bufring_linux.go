@@ -52,10 +52,10 @@ func (r *Ring) NewBufRing(group uint16, entries int, size int) (*BufRing, error)
 	ringBytes := (entries*int(unsafe.Sizeof(bufRingEntry{})) + page - 1) &^ (page - 1)
 	b := &BufRing{r: r, group: group, size: size, mask: uint16(entries - 1), lent: make([]uint64, (entries+63)/64)}
 	var err error
-	if b.ringMem, err = mapAnon(ringBytes); err != nil {
+	if b.ringMem, err = mapAnon(ringBytes, true); err != nil {
 		return nil, err
 	}
-	if b.bufMem, err = mapAnon(entries * size); err != nil {
+	if b.bufMem, err = mapAnon(entries*size, false); err != nil { // resident only as the kernel fills buffers
 		b.unmap()
 		return nil, err
 	}
@@ -73,8 +73,14 @@ func (r *Ring) NewBufRing(group uint16, entries int, size int) (*BufRing, error)
 	return b, nil
 }
 
-func mapAnon(n int) ([]byte, error) {
-	m, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+// mapAnon maps n bytes of anonymous memory, faulted in at once when
+// populate is set.
+func mapAnon(n int, populate bool) ([]byte, error) {
+	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	if populate {
+		flags |= unix.MAP_POPULATE
+	}
+	m, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		return nil, os.NewSyscallError("mmap", err)
 	}
