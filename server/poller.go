@@ -17,6 +17,17 @@ package server
 //	func (p *poller) attach() error                   // on the loop's locked thread, before the first wait
 //	func (p *poller) forget(fd int)                   // fd, still registered, is about to be closed
 //
+// and, for io_uring's recv mode (connections read and written by
+// completion; no-ops or never called elsewhere):
+//
+//	func (p *poller) recvMode() bool                  // connections' bytes come with evData events
+//	func (p *poller) received(i int) ([]byte, int32)  // event i's bytes and result (evData, evSent)
+//	func (p *poller) recvOn(fd int)                   // arm fd's next recv
+//	func (p *poller) recvOff(fd int)                  // cancel fd's armed recv
+//	func (p *poller) sendIovecs(n int) ([]unix.Iovec, error)  // iovecs for one send (Linux)
+//	func (p *poller) send(fd int, iovs []unix.Iovec) error    // a sendmsg; its completion is evSent (Linux)
+//	func (p *poller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool // keep q until fd's send completes (Linux)
+//
 // poller itself (backend_linux.go) hands each call to the backend use chose:
 // epollPoller (poller_linux.go) or uringPoller (poller_uring_linux.go).
 // and the event bits evIn, evOut, evRdHup, evHup, evErr, evEdge, evExclusive.
