@@ -219,3 +219,156 @@ func TestRecvModeEngineEcho(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// FuzzRecvModeCompletions drives a recv-mode poller with a sequence of
+// loop calls (add, del, recvOn, recvOff, a send, a close under a send) and
+// completions the kernel could post (or a buggy one: any kind, a stale
+// generation, any result, with or without More, for any record), and
+// checks the bookkeeping: no panic; an event only for a live registration;
+// a closed connection's out-queue released exactly once and only after its
+// send's completion; the free list without duplicates and only with
+// records that have nothing in flight.
+func FuzzRecvModeCompletions(f *testing.F) {
+	f.Add([]byte{0, 0, 4, 0, 6, 0, 4, 0, 0, 5, 0, 6, 4, 0, 2, 0})
+	f.Add([]byte{0, 1, 6, 2, 1, 1, 1, 6, 0, 2, 3, 1, 6, 0, 3, 0, 2, 1})
+	f.Add([]byte{0, 2, 4, 2, 5, 2, 6, 4, 2, 4, 6, 0, 2, 5, 6, 4, 2, 4})
+	if _, err := uringUsable(); err != nil {
+		f.Skip("io_uring backend unavailable")
+	}
+	results := []int32{1, 7, 0, -int32(unix.ENOBUFS), -int32(unix.ECANCELED), -int32(unix.EAGAIN),
+		-int32(unix.ECONNRESET), -int32(unix.EALREADY), -int32(unix.ENOENT)}
+	kinds := []uint8{kindRecv, kindRecvCtl, kindSend, kindSendCtl, kindPoll, kindPollCtl}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p := new(poller)
+		p.use(BackendIOURing)
+		if err := p.open(16); err != nil {
+			t.Skip(err)
+		}
+		defer p.close()
+		if err := p.attach(); err != nil || !p.recvMode() {
+			t.Skip("recv mode unavailable")
+		}
+		u := p.ur
+		const conns = 3
+		var fds [conns]int
+		for k := range fds {
+			sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(sp[0])
+			defer unix.Close(sp[1])
+			fds[k] = sp[0]
+		}
+		var live [conns]bool
+		released := make(map[*int]int)
+		var pending [conns]*int     // the orphaned queue's release count, per fd, while its send may run
+		var pendingAt [conns]uint32 // and its record
+		payload := []byte("x")
+		for len(ops) >= 2 {
+			op, k := ops[0]%7, int(ops[1])%conns
+			ops = ops[2:]
+			fd := fds[k]
+			i, registered := u.lookup(fd)
+			switch op {
+			case 0:
+				if !live[k] {
+					if err := p.add(fd, connEvents, uint32(k+1)); err != nil {
+						t.Fatal(err)
+					}
+					live[k] = true
+				}
+			case 1, 5:
+				if !live[k] {
+					continue
+				}
+				if op == 5 && u.regs[i].sArmed {
+					var q ringq.Ring[ioflush.Segment]
+					q.Init(2)
+					n := new(int)
+					q.Push(ioflush.Segment{Buf: payload, Free: func() { *n++ }})
+					released[n] = 0
+					if p.orphanSend(fd, &q) {
+						pending[k], pendingAt[k] = n, i
+					}
+				}
+				p.del(fd)
+				live[k] = false
+			case 2:
+				p.recvOn(fd)
+			case 3:
+				p.recvOff(fd)
+			case 4:
+				if live[k] && !u.regs[i].sArmed {
+					iovs, err := p.sendIovecs(1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					iovs[0].Base = &payload[0]
+					iovs[0].SetLen(1)
+					if err := p.send(fd, iovs); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case 6:
+				if len(ops) < 2 || !registered && len(u.regs) == 0 {
+					continue
+				}
+				idx := i
+				if !registered || ops[0]&0x80 != 0 {
+					idx = uint32(int(ops[0]) % len(u.regs))
+				}
+				gen := u.regs[idx].gen
+				if ops[1]&0x80 != 0 {
+					gen = (gen - 1) & uring.GenMask
+				}
+				c := uring.CQE{UserData: uring.Pack(kinds[int(ops[0]>>3)%len(kinds)], idx, gen),
+					Res: results[int(ops[1])%len(results)]}
+				if ops[1]&0x40 != 0 {
+					c.Flags = 2 // IORING_CQE_F_MORE
+				}
+				ops = ops[2:]
+				wasSending := u.regs[idx].sArmed
+				out, _ := u.complete(c, 0)
+				for e := 0; e < out; e++ {
+					efd, _, _ := p.event(e)
+					j, ok := u.lookup(efd)
+					if !ok || j != idx || !u.regs[j].live {
+						t.Fatalf("event for fd %d, not a live registration (record %d)", efd, idx)
+					}
+				}
+				for kk, n := range pending {
+					if n != nil && pendingAt[kk] == idx && wasSending && !u.regs[idx].sArmed {
+						if *n != 1 {
+							t.Fatalf("fd %d: out-queue released %d times at its send's completion, want once", fds[kk], *n)
+						}
+						pending[kk] = nil
+					}
+				}
+			}
+			for kk, n := range pending {
+				if n == nil {
+					continue
+				}
+				if *n != 0 {
+					t.Fatalf("fd %d: out-queue released while its send may still read it", fds[kk])
+				}
+			}
+			for n := range released {
+				if *n > 1 {
+					t.Fatalf("an orphaned out-queue released %d times", *n)
+				}
+			}
+			seen := make(map[uint32]bool)
+			for _, j := range u.free {
+				r := &u.regs[j]
+				if seen[j] || r.armed || r.rArmed || r.sArmed {
+					t.Fatalf("free list %v: record %d twice or with something in flight (%+v)", u.free, j, *r)
+				}
+				seen[j] = true
+			}
+		}
+	})
+}
