@@ -34,10 +34,17 @@ func openPoller(t *testing.T) *poller {
 // openRecvPoller opens.
 func openPollerOf(t *testing.T, b Backend) *poller {
 	t.Helper()
+	return openPollerMode(t, b, true)
+}
+
+// openPollerMode opens a poller of backend b on the test goroutine's locked
+// thread; readyOnly keeps an io_uring poller's connections on readiness.
+func openPollerMode(t *testing.T, b Backend, readyOnly bool) *poller {
+	t.Helper()
 	p := new(poller)
 	p.use(b)
 	if p.ur != nil {
-		p.ur.readyOnly = true
+		p.ur.readyOnly = readyOnly
 	}
 	runtime.LockOSThread()
 	if err := p.open(16); err != nil {

@@ -21,17 +21,7 @@ import (
 func openRecvPoller(t *testing.T) *poller {
 	t.Helper()
 	requireURing(t)
-	p := new(poller)
-	p.use(BackendIOURing)
-	runtime.LockOSThread()
-	if err := p.open(16); err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.close(); runtime.UnlockOSThread() })
-	if err := p.attach(); err != nil {
-		t.Fatal(err)
-	}
+	p := openPollerMode(t, BackendIOURing, false)
 	if !p.recvMode() {
 		t.Skip("no provided buffer ring: the backend stays on readiness")
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -219,21 +218,7 @@ func (rep *MatrixReport) Markdown() string {
 		rep.writeGroup(&b, g)
 	}
 	rep.writeDetails(&b)
-	if len(rep.Commands) > 0 {
-		b.WriteString("Server command lines (the first work of each; -work varies):\n\n")
-		keys := make([]string, 0, len(rep.Commands))
-		for k := range rep.Commands {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(&b, "- %s: `%s`\n", k, rep.Commands[k])
-		}
-		b.WriteString("\n")
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "- note: %s\n", n)
-	}
+	writeCommandsNotes(&b, "Server command lines (the first work of each; -work varies):", rep.Commands, rep.Notes)
 	return b.String()
 }
 

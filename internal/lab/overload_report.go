@@ -146,22 +146,28 @@ func (rep *OverloadReport) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
-	if len(rep.Commands) > 0 {
-		b.WriteString("Server command lines:\n\n")
-		keys := make([]string, 0, len(rep.Commands))
-		for k := range rep.Commands {
+	writeCommandsNotes(&b, "Server command lines:", rep.Commands, rep.Notes)
+	return b.String()
+}
+
+// writeCommandsNotes ends a report: the server command lines under title,
+// sorted by name, then the notes.
+func writeCommandsNotes(b *strings.Builder, title string, commands map[string]string, notes []string) {
+	if len(commands) > 0 {
+		b.WriteString(title + "\n\n")
+		keys := make([]string, 0, len(commands))
+		for k := range commands {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "- %s: `%s`\n", k, rep.Commands[k])
+			fmt.Fprintf(b, "- %s: `%s`\n", k, commands[k])
 		}
 		b.WriteString("\n")
 	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(&b, "- note: %s\n", n)
+	for _, n := range notes {
+		fmt.Fprintf(b, "- note: %s\n", n)
 	}
-	return b.String()
 }
 
 func fmt0(v float64) string { return fmt.Sprintf("%.0f", v) }
