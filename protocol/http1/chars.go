@@ -1,6 +1,9 @@
 package http1
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Byte classes from RFC 9110 section 5.6.2 (token) and 5.5 (field value),
 // as lookup tables so the scanners do one load per byte.
@@ -8,6 +11,8 @@ var (
 	// tokenChar: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" /
 	// "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA.
 	tokenChar [256]bool
+	// tokenByte is tokenChar as 0 or 1, for allTokens.
+	tokenByte [256]byte
 	// targetChar: the visible ASCII a request-target may hold (0x21-0x7e).
 	targetChar [256]bool
 	// fieldChar: field-vchar / SP / HTAB, where field-vchar = VCHAR /
@@ -26,6 +31,11 @@ func init() {
 	}
 	for _, c := range []byte("!#$%&'*+-.^_`|~") {
 		tokenChar[c] = true
+	}
+	for c, ok := range tokenChar {
+		if ok {
+			tokenByte[c] = 1
+		}
 	}
 }
 
@@ -72,27 +82,46 @@ const (
 	highs = 0x8080808080808080
 )
 
-// hasLess reports whether some byte of x that is below 0x80 is below n
-// (n <= 0x80): the classic "haszero(x - n)" bit trick.
-func hasLess(x uint64, n byte) bool {
-	return (x-ones*uint64(n))&^x&highs != 0
+// lessMask flags (with its high bit) every byte of x that is below n
+// (n <= 0x80): the classic "haszero(x - n)" bit trick. A borrow can also
+// flag a byte above a flagged one, so only the lowest flag is exact; the
+// scanners use only that one.
+func lessMask(x uint64, n byte) uint64 {
+	return (x - ones*uint64(n)) &^ x & highs
 }
 
-// hasByte reports whether some byte of x equals c.
-func hasByte(x uint64, c byte) bool {
+// byteMask flags every byte of x that equals c; as with lessMask, only the
+// lowest flag is exact.
+func byteMask(x uint64, c byte) uint64 {
 	y := x ^ ones*uint64(c)
-	return (y-ones)&^y&highs != 0
+	return (y - ones) &^ y & highs
 }
+
+// hasLess reports whether some byte of x that is below 0x80 is below n
+// (n <= 0x80).
+func hasLess(x uint64, n byte) bool { return lessMask(x, n) != 0 }
+
+// hasByte reports whether some byte of x equals c.
+func hasByte(x uint64, c byte) bool { return byteMask(x, c) != 0 }
+
+// firstFlag returns the index of the byte the lowest flag of m marks.
+func firstFlag(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
 
 // scanField returns the index of the first byte at or after i that is not
 // a fieldChar (the CR ending the value, or an invalid byte).
 func scanField(b []byte, i int) int {
 	for i+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[i:])
-		if hasLess(x, 0x20) || hasByte(x, 0x7f) {
-			break
+		m := lessMask(x, 0x20) | byteMask(x, 0x7f)
+		if m == 0 {
+			i += 8
+			continue
 		}
-		i += 8
+		i += firstFlag(m)
+		if b[i] != '\t' { // HTAB is the one control character values hold
+			return i
+		}
+		i++
 	}
 	for i < len(b) && fieldChar[b[i]] {
 		i++
@@ -105,8 +134,8 @@ func scanField(b []byte, i int) int {
 func scanTarget(b []byte, i int) int {
 	for i+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[i:])
-		if x&highs != 0 || hasLess(x, 0x21) || hasByte(x, 0x7f) {
-			break
+		if m := x&highs | lessMask(x, 0x21) | byteMask(x, 0x7f); m != 0 {
+			return i + firstFlag(m)
 		}
 		i += 8
 	}
@@ -114,4 +143,36 @@ func scanTarget(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// scanToken returns the index of the first byte at or after i that is not
+// a tokenChar. Methods end at SP and field names at ':', both below or at
+// a byte no token holds, so it finds the first SP, control character or
+// ':' a word at a time and then checks the bytes before it with
+// independent table loads; when that check fails, or the words run out,
+// the byte loop decides.
+func scanToken(b []byte, i int) int {
+	for j := i; j+8 <= len(b); j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:])
+		if m := lessMask(x, 0x21) | byteMask(x, ':'); m != 0 {
+			j += firstFlag(m)
+			if allTokens(b[i:j]) {
+				return j
+			}
+			break
+		}
+	}
+	for i < len(b) && tokenChar[b[i]] {
+		i++
+	}
+	return i
+}
+
+// allTokens reports whether every byte of s is a tokenChar.
+func allTokens(s []byte) bool {
+	acc := byte(1)
+	for _, c := range s {
+		acc &= tokenByte[c]
+	}
+	return acc != 0
 }

@@ -24,6 +24,7 @@ func TestScanWordsMatchBytes(t *testing.T) {
 	}{
 		{"field", &fieldChar, scanField},
 		{"target", &targetChar, scanTarget},
+		{"token", &tokenChar, scanToken},
 	}
 	for _, s := range scanners {
 		for c := 0; c < 256; c++ {
