@@ -62,6 +62,41 @@ func equalFold(b []byte, s string) bool {
 	return true
 }
 
+// equalLower reports whether b equals lower, lower-case letters and '-',
+// under ASCII case folding, for a b that holds no CR (a token, or a field
+// value, which ends at its CR): then b[i]|0x20 == lower[i] holds just for
+// the letter in either case, and for '-' (the only other byte that folds
+// to '-' is CR). The parser compares field names and options with it,
+// eight bytes at a time.
+func equalLower(b []byte, lower string) bool {
+	n := len(b)
+	if n != len(lower) {
+		return false
+	}
+	const fold = ones * 0x20
+	if n < 8 {
+		for i := 0; i < n; i++ {
+			if b[i]|0x20 != lower[i] {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < n-8; i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])|fold != word(lower[i:]) {
+			return false
+		}
+	}
+	return binary.LittleEndian.Uint64(b[n-8:])|fold == word(lower[n-8:]) // overlaps the previous word
+}
+
+// word returns the first eight bytes of s as a little-endian word.
+func word(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
 // trimOWS removes optional white space (SP, HTAB) from both ends.
 func trimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
@@ -84,8 +119,7 @@ const (
 
 // lessMask flags (with its high bit) every byte of x that is below n
 // (n <= 0x80): the classic "haszero(x - n)" bit trick. A borrow can also
-// flag a byte above a flagged one, so only the lowest flag is exact; the
-// scanners use only that one.
+// flag a byte above a flagged one, so only the lowest flag is exact.
 func lessMask(x uint64, n byte) uint64 {
 	return (x - ones*uint64(n)) &^ x & highs
 }
@@ -97,31 +131,42 @@ func byteMask(x uint64, c byte) uint64 {
 	return (y - ones) &^ y & highs
 }
 
-// hasLess reports whether some byte of x that is below 0x80 is below n
-// (n <= 0x80).
-func hasLess(x uint64, n byte) bool { return lessMask(x, n) != 0 }
-
-// hasByte reports whether some byte of x equals c.
-func hasByte(x uint64, c byte) bool { return byteMask(x, c) != 0 }
-
 // firstFlag returns the index of the byte the lowest flag of m marks.
 func firstFlag(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
 
+// ctlMask flags exactly the bytes of x that are ASCII control characters
+// (0x00-0x1f, 0x7f). Each byte is computed on its own, with no carry or
+// borrow between bytes: y = (c&0x7f)+1, masked to 7 bits, maps 0x7f to 0
+// and 0x00-0x1f to 1-0x20, the rest of ASCII to 0x21-0x7f; y+0x5f then
+// has its high bit clear just for the control characters.
+func ctlMask(x uint64) uint64 {
+	const low7 = ones * 0x7f
+	y := (x&low7 + ones) & low7
+	return ^(y + ones*0x5f | x) & highs
+}
+
 // scanField returns the index of the first byte at or after i that is not
-// a fieldChar (the CR ending the value, or an invalid byte).
+// a fieldChar (the CR ending the value, or an invalid byte): the first
+// control character other than HTAB. It reads a word at a time, the last
+// one overlapping the previous when fewer than eight bytes are left.
 func scanField(b []byte, i int) int {
 	for i+8 <= len(b) {
-		x := binary.LittleEndian.Uint64(b[i:])
-		m := lessMask(x, 0x20) | byteMask(x, 0x7f)
-		if m == 0 {
-			i += 8
-			continue
+		if m := ctlMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			if j, ok := firstNotTab(b, i, m); ok {
+				return j
+			}
 		}
-		i += firstFlag(m)
-		if b[i] != '\t' { // HTAB is the one control character values hold
-			return i
+		i += 8
+	}
+	if i < len(b) && len(b) >= 8 {
+		last := len(b) - 8
+		m := ctlMask(binary.LittleEndian.Uint64(b[last:])) >> (8 * (i - last)) // drop bytes before i
+		if m != 0 {
+			if j, ok := firstNotTab(b, i, m); ok {
+				return j
+			}
 		}
-		i++
+		return len(b)
 	}
 	for i < len(b) && fieldChar[b[i]] {
 		i++
@@ -129,12 +174,24 @@ func scanField(b []byte, i int) int {
 	return i
 }
 
+// firstNotTab returns the index of the first byte flagged in m, the
+// control characters of the word at b[i:], that is not HTAB.
+func firstNotTab(b []byte, i int, m uint64) (int, bool) {
+	for ; m != 0; m &= m - 1 {
+		if j := i + firstFlag(m); b[j] != '\t' {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
 // scanTarget returns the index of the first byte at or after i that is not
-// a targetChar (the SP ending the target, or an invalid byte).
+// a targetChar (the SP ending the target, or an invalid byte): a control
+// character, SP, or a byte above 0x7e.
 func scanTarget(b []byte, i int) int {
 	for i+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[i:])
-		if m := x&highs | lessMask(x, 0x21) | byteMask(x, 0x7f); m != 0 {
+		if m := x&highs | ctlMask(x) | byteMask(x, ' '); m != 0 {
 			return i + firstFlag(m)
 		}
 		i += 8
@@ -171,6 +228,10 @@ func scanToken(b []byte, i int) int {
 // allTokens reports whether every byte of s is a tokenChar.
 func allTokens(s []byte) bool {
 	acc := byte(1)
+	for len(s) >= 4 { // four independent loads per step
+		acc &= tokenByte[s[0]] & tokenByte[s[1]] & tokenByte[s[2]] & tokenByte[s[3]]
+		s = s[4:]
+	}
 	for _, c := range s {
 		acc &= tokenByte[c]
 	}

@@ -250,7 +250,11 @@ func (p *parser) headerLine() error {
 		return ErrTooManyHeaders
 	}
 	if r := p.req; r != nil {
-		r.Headers[p.count] = Header{Name: name, Value: value}
+		// Field by field: a composite literal is built on the stack and
+		// copied in 16-byte moves that stall on the 8-byte stores.
+		h := &r.Headers[p.count]
+		h.Name = name
+		h.Value = value
 	}
 	p.count++
 	return p.field(name, value)
@@ -261,28 +265,28 @@ func (p *parser) headerLine() error {
 func (p *parser) field(name, value []byte) error {
 	switch len(name) {
 	case 4:
-		if equalFold(name, "host") {
+		if equalLower(name, "host") {
 			p.hosts++
 			if p.req != nil {
 				p.req.Host = value
 			}
 		}
 	case 6:
-		if equalFold(name, "expect") {
+		if equalLower(name, "expect") {
 			p.expect = true
 		}
 	case 10:
-		if equalFold(name, "connection") {
+		if equalLower(name, "connection") {
 			p.connection(value)
 		}
 	case 14:
-		if equalFold(name, "content-length") {
+		if equalLower(name, "content-length") {
 			return p.contentLength(value)
 		}
 	case 17:
-		if equalFold(name, "transfer-encoding") {
+		if equalLower(name, "transfer-encoding") {
 			p.te = true
-			p.teChunked = equalFold(trimOWS(lastElement(value)), "chunked")
+			p.teChunked = equalLower(trimOWS(lastElement(value)), "chunked")
 		}
 	}
 	return nil
@@ -308,9 +312,9 @@ func (p *parser) connection(v []byte) {
 		}
 		opt := trimOWS(v[:end])
 		switch {
-		case equalFold(opt, "close"):
+		case equalLower(opt, "close"):
 			p.connClose = true
-		case equalFold(opt, "keep-alive"):
+		case equalLower(opt, "keep-alive"):
 			p.connKeep = true
 		}
 		if end == len(v) {
