@@ -11,8 +11,6 @@ var (
 	// tokenChar: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" /
 	// "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA.
 	tokenChar [256]bool
-	// tokenByte is tokenChar as 0 or 1, for allTokens.
-	tokenByte [256]byte
 	// targetChar: the visible ASCII a request-target may hold (0x21-0x7e).
 	targetChar [256]bool
 	// fieldChar: field-vchar / SP / HTAB, where field-vchar = VCHAR /
@@ -31,11 +29,6 @@ func init() {
 	}
 	for _, c := range []byte("!#$%&'*+-.^_`|~") {
 		tokenChar[c] = true
-	}
-	for c, ok := range tokenChar {
-		if ok {
-			tokenByte[c] = 1
-		}
 	}
 }
 
@@ -202,38 +195,34 @@ func scanTarget(b []byte, i int) int {
 	return i
 }
 
+// alnumMask flags exactly the bytes of x that are ASCII letters, digits
+// or '-', the bytes of nearly every method and field name. As in ctlMask,
+// every byte is computed on its own: on 7-bit values, each sum below stays
+// under 0x100, and its high bit answers one comparison.
+func alnumMask(x uint64) uint64 {
+	const low7 = ones * 0x7f
+	y := x & low7
+	l := y | ones*0x20 // letters in lower case
+	letter := (l + ones*(0x80-'a')) &^ (l + ones*(0x80-'z'-1))
+	digit := (y + ones*(0x80-'0')) &^ (y + ones*(0x80-'9'-1))
+	dash := ^((y ^ ones*'-') + low7)
+	return (letter | digit | dash) &^ x & highs
+}
+
 // scanToken returns the index of the first byte at or after i that is not
-// a tokenChar. Methods end at SP and field names at ':', both below or at
-// a byte no token holds, so it finds the first SP, control character or
-// ':' a word at a time and then checks the bytes before it with
-// independent table loads; when that check fails, or the words run out,
-// the byte loop decides.
+// a tokenChar. It skips letters, digits and '-' a word at a time; the byte
+// loop decides from the first other byte on (the SP or ':' that ends the
+// token, or a rarer token character).
 func scanToken(b []byte, i int) int {
-	for j := i; j+8 <= len(b); j += 8 {
-		x := binary.LittleEndian.Uint64(b[j:])
-		if m := lessMask(x, 0x21) | byteMask(x, ':'); m != 0 {
-			j += firstFlag(m)
-			if allTokens(b[i:j]) {
-				return j
-			}
+	for i+8 <= len(b) {
+		if m := ^alnumMask(binary.LittleEndian.Uint64(b[i:])) & highs; m != 0 {
+			i += firstFlag(m)
 			break
 		}
+		i += 8
 	}
 	for i < len(b) && tokenChar[b[i]] {
 		i++
 	}
 	return i
-}
-
-// allTokens reports whether every byte of s is a tokenChar.
-func allTokens(s []byte) bool {
-	acc := byte(1)
-	for len(s) >= 4 { // four independent loads per step
-		acc &= tokenByte[s[0]] & tokenByte[s[1]] & tokenByte[s[2]] & tokenByte[s[3]]
-		s = s[4:]
-	}
-	for _, c := range s {
-		acc &= tokenByte[c]
-	}
-	return acc != 0
 }

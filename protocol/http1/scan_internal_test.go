@@ -141,3 +141,25 @@ func TestEqualLowerMatchesFold(t *testing.T) {
 		}
 	}
 }
+
+// TestAlnumMaskExact: alnumMask flags exactly the letters, digits and '-',
+// every byte on its own, whatever its neighbours.
+func TestAlnumMaskExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for c := 0; c < 256; c++ {
+		for lane := 0; lane < 8; lane++ {
+			for n := 0; n < 64; n++ {
+				x := rng.Uint64()
+				x = x&^(0xff<<(8*lane)) | uint64(c)<<(8*lane)
+				m := alnumMask(x)
+				for k := 0; k < 8; k++ {
+					b := byte(x >> (8 * k))
+					want := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '-'
+					if got := m>>(8*k)&0xff == 0x80; got != want || m>>(8*k)&0x7f != 0 {
+						t.Fatalf("alnumMask(%#016x) = %#016x: byte %d (%#02x) flagged %v", x, m, k, b, got)
+					}
+				}
+			}
+		}
+	}
+}

@@ -57,7 +57,7 @@ type scratch struct {
 type parsed struct {
 	start uintptr // the frame's address; 0: no record
 	n     int     // the frame's length
-	lim   limits  // the limits it was parsed with
+	codec Codec   // the limits it was parsed with, as configured
 	head  []byte  // a copy of the frame's head, the bytes the parse read
 }
 
@@ -99,10 +99,10 @@ func (s *scratch) clock(frame []byte, clock func() time.Time) time.Time {
 	return s.now
 }
 
-// remember records that s.req holds the strict parse, under lim, of frame,
-// a whole request with a body of bodyLen bytes. A head over keepHeadBytes
-// is not recorded.
-func (s *scratch) remember(frame []byte, lim *limits, bodyLen int64) {
+// remember records that s.req holds the strict parse, under codec's
+// limits, of frame, a whole request with a body of bodyLen bytes. A head
+// over keepHeadBytes is not recorded.
+func (s *scratch) remember(frame []byte, codec Codec, bodyLen int64) {
 	head := len(frame) - int(bodyLen)
 	if head > keepHeadBytes {
 		s.forget()
@@ -111,18 +111,19 @@ func (s *scratch) remember(frame []byte, lim *limits, bodyLen int64) {
 	p := &s.parsed
 	p.start = uintptr(unsafe.Pointer(unsafe.SliceData(frame)))
 	p.n = len(frame)
-	p.lim = *lim
+	p.codec = codec
 	p.head = append(p.head[:0], frame[:head]...)
 }
 
 // forget drops the record: s.req no longer holds a parse remember recorded.
 func (s *scratch) forget() { s.parsed.start = 0 }
 
-// recall reports whether s.req holds the strict parse of frame under lim,
-// as remember recorded it: frame has the same address and length, and its
-// head the same bytes, so the parse of it would be the same. A record is
-// used once (Route may change the Request), and recall drops it either
-// way, since the caller then parses into s.req.
+// recall reports whether s.req holds the strict parse of frame under
+// codec's limits, as remember recorded it: frame has the same address and
+// length, its head the same bytes, and codec the same fields, so the
+// parse of it would be the same. A record is used once (Route may change
+// the Request), and recall drops it either way, since the caller then
+// parses into s.req.
 //
 // Address and length alone would not do: the engine reads every
 // connection's input into the same loop buffer, so a record that was
@@ -130,10 +131,10 @@ func (s *scratch) forget() { s.parsed.start = 0 }
 // handled without Server) can meet another request of the same length at
 // the same address. Comparing the head costs one vectorised pass over it,
 // a fraction of a parse.
-func (s *scratch) recall(frame []byte, lim *limits) bool {
+func (s *scratch) recall(frame []byte, codec Codec) bool {
 	p := &s.parsed
 	ok := p.start != 0 && p.n == len(frame) && p.start == uintptr(unsafe.Pointer(unsafe.SliceData(frame))) &&
-		p.lim == *lim && bytes.Equal(frame[:len(p.head)], p.head)
+		p.codec == codec && bytes.Equal(frame[:len(p.head)], p.head)
 	p.start = 0
 	return ok
 }

@@ -133,13 +133,9 @@ func (s *Server) Respond(dst, frame []byte, now time.Time) (out []byte, closeAft
 
 func (s *Server) respond(sc *scratch, dst, frame []byte, now time.Time) ([]byte, bool, error) {
 	req := &sc.req
-	lim, err := s.Codec.limits()
-	if err == nil && !sc.recall(frame, &lim) {
-		var n int
-		n, err = parseInto(frame, &lim, req)
-		if err == nil && (n == 0 || n != len(frame)) {
-			err = ErrFramingMismatch
-		}
+	var err error
+	if !sc.recall(frame, s.Codec.Codec) {
+		err = s.parse(frame, req)
 	}
 	date := sc.dates.Value(now)
 	if err != nil {
@@ -155,6 +151,20 @@ func (s *Server) respond(sc *scratch, dst, frame []byte, now time.Time) ([]byte,
 	// request: clearing them costs a write barrier per pointer, and the
 	// engine's read buffer they point into lives as long as the loop.
 	return dst, !req.KeepAlive, nil
+}
+
+// parse parses frame, which must hold exactly one request, into req with
+// the codec's limits.
+func (s *Server) parse(frame []byte, req *Request) error {
+	lim, err := s.Codec.limits()
+	if err != nil {
+		return err
+	}
+	n, err := parseInto(frame, &lim, req)
+	if err == nil && (n == 0 || n != len(frame)) {
+		err = ErrFramingMismatch
+	}
+	return err
 }
 
 var notFoundBody = []byte("Not Found\n")

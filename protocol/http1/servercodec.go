@@ -14,17 +14,17 @@ var (
 // ServerCodec is Codec for a server engine, paired with Server, with three
 // differences.
 //
-// Decode parses each request strictly (DecodeRequest, with Codec's limits
-// and errors) and leaves the parse for Server: Server.Serve of the frame
-// Decode just returned, on the same goroutine, takes the parsed Request
-// instead of parsing the frame again, so each request is scanned once.
-// The parse is kept in the scratch space Server uses (one per P, see
-// scratch) and is used at most once, only for a frame at the same address,
-// of the same length, with a head byte-for-byte equal to the one parsed
-// and under the same limits; anything else (a frame served on another
-// goroutine, a frame from elsewhere, a head over keepHeadBytes) is parsed
-// again by Server, so the result is always the strict parse of the frame
-// Server is given.
+// Decode parses each request strictly (DecodeRequest: Codec's limits,
+// errors and rules) and leaves the parse for Server, so that each request
+// is scanned once: Server.Serve or Server.Respond of the frame Decode just
+// returned, on the same goroutine, takes the parsed Request instead of
+// parsing the frame again. The parse waits in scratch space pooled per P
+// (sync.Pool) that Server also uses, and Server takes it at most once, only
+// for a frame at the same address, of the same length, with a head byte
+// for byte equal to the one parsed, and with equal Codec fields; otherwise
+// (a frame served on another goroutine or changed since, a head over
+// 16 KiB, other limits) Server parses the frame itself. Either way Server
+// answers from the strict parse of the frame it is given.
 //
 // Decode passes a framing error through as a frame holding all the
 // buffered input instead of failing (which would make the engine close the
@@ -65,7 +65,7 @@ func (c ServerCodec) Decode(buf []byte) (frame []byte, n int, err error) {
 			sc.req.Reset()
 			n = len(buf)
 		case n > 0:
-			sc.remember(buf[:n], &lim, sc.req.ContentLength)
+			sc.remember(buf[:n], c.Codec, sc.req.ContentLength)
 		default:
 			sc.forget()
 		}
