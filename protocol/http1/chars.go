@@ -102,26 +102,23 @@ func trimOWS(b []byte) []byte {
 }
 
 // Word-at-a-time scanning (SWAR): the bytes of a little-endian uint64 are
-// tested eight at a time, and the byte loop takes over at the first word
-// that may hold a byte outside the class. Values and targets are mostly
-// plain ASCII, so this skips most of the per-byte table loads.
+// tested eight at a time. Each mask below flags, with its high bit, the
+// bytes of a class, every byte computed on its own (no carry or borrow
+// crosses a byte), so every flag is exact and the lowest one is the first
+// byte of the class. Names, values and targets are mostly plain ASCII, so
+// the scanners skip most of the per-byte table loads.
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
 
-// lessMask flags (with its high bit) every byte of x that is below n
-// (n <= 0x80): the classic "haszero(x - n)" bit trick. A borrow can also
-// flag a byte above a flagged one, so only the lowest flag is exact.
-func lessMask(x uint64, n byte) uint64 {
-	return (x - ones*uint64(n)) &^ x & highs
-}
-
-// byteMask flags every byte of x that equals c; as with lessMask, only the
-// lowest flag is exact.
+// byteMask flags (with its high bit) exactly the bytes of x that equal c:
+// on the 7-bit part of each byte of x^c, adding 0x7f sets the high bit
+// unless the byte is zero, with no carry into the next byte.
 func byteMask(x uint64, c byte) uint64 {
+	const low7 = ones * 0x7f
 	y := x ^ ones*uint64(c)
-	return (y - ones) &^ y & highs
+	return ^(y&low7 + low7 | y) & highs
 }
 
 // firstFlag returns the index of the byte the lowest flag of m marks.

@@ -163,3 +163,26 @@ func TestAlnumMaskExact(t *testing.T) {
 		}
 	}
 }
+
+// TestByteMaskExact: byteMask flags exactly the bytes equal to c, every
+// byte on its own.
+func TestByteMaskExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []byte{' ', ':', 0, 0x7f, 0x80, 0xff} {
+		for v := 0; v < 256; v++ {
+			for lane := 0; lane < 8; lane++ {
+				for n := 0; n < 16; n++ {
+					x := rng.Uint64()
+					x = x&^(0xff<<(8*lane)) | uint64(v)<<(8*lane)
+					m := byteMask(x, c)
+					for k := 0; k < 8; k++ {
+						b := byte(x >> (8 * k))
+						if got := m>>(8*k)&0xff == 0x80; got != (b == c) || m>>(8*k)&0x7f != 0 {
+							t.Fatalf("byteMask(%#016x, %#02x) = %#016x: byte %d (%#02x) flagged %v", x, c, m, k, b, got)
+						}
+					}
+				}
+			}
+		}
+	}
+}
