@@ -84,14 +84,14 @@ type Server struct {
 	Route Route
 }
 
-// Serve answers the request in frame (a frame Codec.Decode returned, not
-// modified since) on c with one c.Write (in place, when c lends its
-// available buffer), and reports whether the connection should close after
-// the response (return the engine's Close action). It takes the parse
-// Codec.Decode left for frame when there is one (see ServerCodec) and
-// parses frame strictly otherwise. A request that does not parse, or a
-// response c cannot queue, closes c with the error as cause
-// (c.CloseWithError) and reports false: nothing more is to be done.
+// Serve answers the request in frame (a frame Codec.Decode returned) on c
+// with one c.Write (in place, when c lends its available buffer), and
+// reports whether the connection should close after the response (return
+// the engine's Close action). It takes the parse Codec.Decode left for
+// frame when there is one (see ServerCodec) and parses frame strictly
+// otherwise. A request that does not parse, or a response c cannot queue,
+// closes c with the error as cause (c.CloseWithError) and reports false:
+// nothing more is to be done.
 func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
 	sc := getScratch()
 	now := sc.clock(frame, s.Codec.Clock)
@@ -119,12 +119,12 @@ func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
 }
 
 // Respond appends to dst the response to the request in frame (a frame
-// Codec.Decode returned, not modified since) with the Date of now, and
-// reports whether the connection must close after it: closeAfter without a
-// cause when the request does not keep the connection alive, with the
-// parse error as cause when the request is malformed. Like Serve, it takes
-// the parse Codec.Decode left for frame when there is one. It does not
-// allocate when dst has room and Route does not.
+// Codec.Decode returned) with the Date of now, and reports whether the
+// connection must close after it: closeAfter without a cause when the
+// request does not keep the connection alive, with the parse error as
+// cause when the request is malformed. Like Serve, it takes the parse
+// Codec.Decode left for frame when there is one. It does not allocate when
+// dst has room and Route does not.
 func (s *Server) Respond(dst, frame []byte, now time.Time) (out []byte, closeAfter bool, cause error) {
 	sc := getScratch()
 	defer putScratch(sc)
