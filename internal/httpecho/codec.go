@@ -12,10 +12,11 @@ var (
 	_ protocol.Codec    = Codec{}
 )
 
-// Codec is the echo server's http1.ServerCodec (fast framing checked by the
-// strict parse, framing errors passed through to the handler, refusals
-// answered with 429 or 503 and Retry-After), with one difference: a zero
-// MaxBodyBytes means DefaultMaxBodyBytes, not http1's 1 MiB.
+// Codec is the echo server's http1.ServerCodec (the strict parse, left for
+// the handler's http1.Server so each request is scanned once, framing
+// errors passed through to the handler, refusals answered with 429 or 503
+// and Retry-After), with one difference: a zero MaxBodyBytes means
+// DefaultMaxBodyBytes, not http1's 1 MiB.
 //
 // The zero value uses http1's other default limits and time.Now. A Codec
 // has no per-connection state and is safe for concurrent use.

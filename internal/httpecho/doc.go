@@ -12,10 +12,11 @@
 //     clock read once per read batch; the handler adds a once-a-second
 //     cache of the hello response. Respond is its transport-free core.
 //     Nothing on the steady path allocates.
-//   - Codec: http1.ServerCodec (fast framing checked by the strict parse,
-//     framing errors passed through, refusals answered with 429 or 503 and
-//     Retry-After) with a 64 KiB default body limit, since the echo route
-//     queues the body again as its response.
+//   - Codec: http1.ServerCodec (the strict parse, left for the handler so
+//     each request is scanned once, framing errors passed through,
+//     refusals answered with 429 or 503 and Retry-After) with a 64 KiB
+//     default body limit, since the echo route queues the body again as
+//     its response.
 //
 // It refuses to own HTTP syntax, response encoding and the server codec
 // (protocol/http1), the event loop and budgets (server), admission policy

@@ -159,9 +159,9 @@ func TestHelloCache(t *testing.T) {
 
 // BenchmarkServe: Codec.Decode and Respond for 16 pipelined wrk requests,
 // the handler's whole share of a pipelined request; ns/op is per request.
-// "strict" frames with http1's strict Decode instead of the fast pass, the
-// cost the fast pass spares (every request is parsed strictly once more
-// in Respond).
+// "fast" is the handler's codec, whose Decode leaves its parse for
+// Respond (one parse per request); "strict" frames with http1's strict
+// Decode, which leaves nothing, so Respond parses every request again.
 func BenchmarkServe(b *testing.B) {
 	in := []byte(strings.Repeat(wrkRequest, 16))
 	h := NewHandler(Codec{})

@@ -172,7 +172,10 @@ func parse(buf []byte, lim *limits, req *Request) (n int, err error) {
 	if len(window) > lim.maxHead {
 		window = window[:lim.maxHead]
 	}
-	p := parser{buf: window, req: req, cl: -1, maxHeaders: lim.maxCount}
+	// Field by field: a composite literal is built in a temporary and
+	// copied in 16-byte moves that stall on its 8-byte stores.
+	var p parser
+	p.buf, p.req, p.cl, p.maxHeaders = window, req, -1, lim.maxCount
 	head, err := p.parseHead()
 	if req != nil {
 		req.NumHeaders = p.count

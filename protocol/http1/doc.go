@@ -9,9 +9,9 @@
 // Request.AppendResponse, AppendError, AppendDecodeError, AppendRetryAfter)
 // with a once-per-second Date value (DateCache). Pipelined requests decode
 // one per call. For a server engine it owns the serving side too:
-// ServerCodec (a fast framing pass the strict parse checks, framing errors
-// passed through so the client gets a status, refusals answered with 429
-// or 503 and Retry-After) and Server (one response per request through a
+// ServerCodec (the strict parse, left for Server so that each request is
+// scanned once, framing errors passed through so the client gets a
+// status, refusals answered with 429 or 503 and Retry-After) and Server (one response per request through a
 // Route, the close rules, Date with the clock read once per read batch),
 // which a server.Handler calls from OnFrame (see Server). Nothing on the
 // steady path allocates.

@@ -1,6 +1,8 @@
 package http1
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 )
@@ -82,9 +84,7 @@ func (p *parser) requestLine() error {
 	b := p.buf
 	i := p.pos
 	start := i
-	for i < len(b) && tokenChar[b[i]] {
-		i++
-	}
+	i = scanToken(b, i)
 	if i == len(b) {
 		return errMore
 	}
@@ -104,6 +104,17 @@ func (p *parser) requestLine() error {
 	target := b[tstart:i:i]
 	i++
 	const proto = "HTTP/1.1\r\n" // digits at 5 and 7 vary
+	if i+len(proto) <= len(b) && b[i+8] == '\r' && b[i+9] == '\n' {
+		// The common versions, compared as one word.
+		switch binary.LittleEndian.Uint64(b[i:]) {
+		case http11:
+			p.minor = 1
+			return p.requestTarget(i+len(proto), method, target)
+		case http10:
+			p.minor = 0
+			return p.requestTarget(i+len(proto), method, target)
+		}
+	}
 	for k := 0; k < len(proto); k++ {
 		if i+k == len(b) {
 			return errMore
@@ -128,7 +139,19 @@ func (p *parser) requestLine() error {
 			}
 		}
 	}
-	p.pos = i + len(proto)
+	return p.requestTarget(i+len(proto), method, target)
+}
+
+// "HTTP/1.1" and "HTTP/1.0" as little-endian words.
+var (
+	http11 = binary.LittleEndian.Uint64([]byte("HTTP/1.1"))
+	http10 = binary.LittleEndian.Uint64([]byte("HTTP/1.0"))
+)
+
+// requestTarget ends the request line, whose version was read, at end:
+// it checks the target's form and records the line's parts.
+func (p *parser) requestTarget(end int, method, target []byte) error {
+	p.pos = end
 	path, query, ok := splitTarget(method, target)
 	if !ok {
 		return ErrBadRequestLine
@@ -147,14 +170,10 @@ var slash = []byte("/")
 // and returns its path and query.
 func splitTarget(method, target []byte) (path, query []byte, ok bool) {
 	if target[0] == '/' { // origin-form
-		path = target
-		for i, c := range target {
-			if c == '?' {
-				path, query = target[:i:i], target[i+1:]
-				break
-			}
+		if i := bytes.IndexByte(target, '?'); i >= 0 {
+			return target[:i:i], target[i+1:], true
 		}
-		return path, query, true
+		return target, nil, true
 	}
 	if len(target) == 1 && target[0] == '*' { // asterisk-form
 		return target, nil, string(method) == "OPTIONS"
@@ -195,9 +214,7 @@ func (p *parser) headerLine() error {
 	b := p.buf
 	i := p.pos
 	start := i
-	for i < len(b) && tokenChar[b[i]] {
-		i++
-	}
+	i = scanToken(b, i)
 	if i == len(b) {
 		return errMore
 	}
@@ -233,7 +250,11 @@ func (p *parser) headerLine() error {
 		return ErrTooManyHeaders
 	}
 	if r := p.req; r != nil {
-		r.Headers[p.count] = Header{Name: name, Value: value}
+		// Field by field: a composite literal is built on the stack and
+		// copied in 16-byte moves that stall on the 8-byte stores.
+		h := &r.Headers[p.count]
+		h.Name = name
+		h.Value = value
 	}
 	p.count++
 	return p.field(name, value)
@@ -244,28 +265,28 @@ func (p *parser) headerLine() error {
 func (p *parser) field(name, value []byte) error {
 	switch len(name) {
 	case 4:
-		if equalFold(name, "host") {
+		if equalLower(name, "host") {
 			p.hosts++
 			if p.req != nil {
 				p.req.Host = value
 			}
 		}
 	case 6:
-		if equalFold(name, "expect") {
+		if equalLower(name, "expect") {
 			p.expect = true
 		}
 	case 10:
-		if equalFold(name, "connection") {
+		if equalLower(name, "connection") {
 			p.connection(value)
 		}
 	case 14:
-		if equalFold(name, "content-length") {
+		if equalLower(name, "content-length") {
 			return p.contentLength(value)
 		}
 	case 17:
-		if equalFold(name, "transfer-encoding") {
+		if equalLower(name, "transfer-encoding") {
 			p.te = true
-			p.teChunked = equalFold(trimOWS(lastElement(value)), "chunked")
+			p.teChunked = equalLower(trimOWS(lastElement(value)), "chunked")
 		}
 	}
 	return nil
@@ -291,9 +312,9 @@ func (p *parser) connection(v []byte) {
 		}
 		opt := trimOWS(v[:end])
 		switch {
-		case equalFold(opt, "close"):
+		case equalLower(opt, "close"):
 			p.connClose = true
-		case equalFold(opt, "keep-alive"):
+		case equalLower(opt, "keep-alive"):
 			p.connKeep = true
 		}
 		if end == len(v) {

@@ -3,6 +3,7 @@ package http1
 import (
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/sluicenet/sluice/protocol"
 )
@@ -162,7 +163,7 @@ func appendHead(dst []byte, status int, contentType string, bodyLen int, keepAli
 	}
 	if contentType != "" {
 		dst = append(dst, "Content-Type: "...)
-		dst = appendFieldValue(dst, contentType)
+		dst = appendFieldString(dst, contentType)
 		dst = append(dst, "\r\n"...)
 	}
 	if status >= 200 && status != 204 {
@@ -185,11 +186,10 @@ func appendHead(dst []byte, status int, contentType string, bodyLen int, keepAli
 }
 
 // appendFieldValue appends v without control characters other than HTAB.
-func appendFieldValue[T string | []byte](dst []byte, v T) []byte {
-	i := 0
-	for i < len(v) && fieldChar[v[i]] {
-		i++
-	}
+// The clean prefix, usually all of v, is found a word at a time
+// (scanField) and appended in one copy.
+func appendFieldValue(dst []byte, v []byte) []byte {
+	i := scanField(v, 0)
 	dst = append(dst, v[:i]...)
 	for ; i < len(v); i++ {
 		if fieldChar[v[i]] {
@@ -197,4 +197,9 @@ func appendFieldValue[T string | []byte](dst []byte, v T) []byte {
 		}
 	}
 	return dst
+}
+
+// appendFieldString is appendFieldValue for a string; it reads s in place.
+func appendFieldString(dst []byte, s string) []byte {
+	return appendFieldValue(dst, unsafe.Slice(unsafe.StringData(s), len(s)))
 }

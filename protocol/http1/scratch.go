@@ -1,6 +1,7 @@
 package http1
 
 import (
+	"bytes"
 	"sync"
 	"time"
 	"unsafe"
@@ -18,15 +19,27 @@ const (
 	// maxClockReuse bounds how many consecutive frames may share one clock
 	// reading (see scratch.clock).
 	maxClockReuse = 1024
+	// initHeadBytes is the initial room for the copy of a parsed head (see
+	// scratch.remember): a wrk or plaintext request head is 40 to 250
+	// bytes, a browser's 400 to 800.
+	initHeadBytes = 1 << 10
+	// keepHeadBytes bounds the head ServerCodec.Decode leaves its parse of
+	// for Server: DefaultMaxHeaderBytes, so that every head within the
+	// default limit is parsed once. A larger head (under a larger
+	// MaxHeaderBytes) is parsed again by Server.
+	keepHeadBytes = DefaultMaxHeaderBytes
 )
 
-// scratch is the per-request working space of Server and
-// ServerCodec.AppendReject: a Request (about 3 KiB), the response buffer,
-// the Date cache and the clock reading of the current read batch. It is
-// pooled rather than kept per connection so that an idle connection holds
-// none of it; sync.Pool keeps one per P, which under the engine (one loop
+// scratch is the per-request working space of ServerCodec.Decode, Server
+// and ServerCodec.AppendReject: a Request (about 3 KiB), the response
+// buffer, the Date cache, the clock reading of the current read batch, and
+// the record of the parse Decode left in req for Server. It is pooled
+// rather than kept per connection so that an idle connection holds none of
+// it; sync.Pool keeps one per P, which under the engine (one loop
 // goroutine per locked thread) means in practice one per loop, reused
-// without contention.
+// without contention: the Decode of a frame and the Serve that follows it
+// on the loop get the same scratch unless the goroutine changed P in
+// between.
 type scratch struct {
 	req   Request
 	out   []byte
@@ -35,10 +48,21 @@ type scratch struct {
 	now     time.Time
 	lastEnd uintptr // address just past the previous frame
 	reuse   int     // frames that used now since it was read
+
+	parsed parsed
+}
+
+// parsed records which frame the scratch's Request holds the strict parse
+// of, so that Server can take it instead of parsing again (recall).
+type parsed struct {
+	start uintptr // the frame's address; 0: no record
+	n     int     // the frame's length
+	codec Codec   // the limits it was parsed with, as configured
+	head  []byte  // a copy of the frame's head, the bytes the parse read
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{out: make([]byte, 0, initOutBytes)}
+	return &scratch{out: make([]byte, 0, initOutBytes), parsed: parsed{head: make([]byte, 0, initHeadBytes)}}
 }}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
@@ -73,4 +97,44 @@ func (s *scratch) clock(frame []byte, clock func() time.Time) time.Time {
 	s.reuse++
 	s.lastEnd = start + uintptr(len(frame))
 	return s.now
+}
+
+// remember records that s.req holds the strict parse, under codec's
+// limits, of frame, a whole request with a body of bodyLen bytes. A head
+// over keepHeadBytes is not recorded.
+func (s *scratch) remember(frame []byte, codec Codec, bodyLen int64) {
+	head := len(frame) - int(bodyLen)
+	if head > keepHeadBytes {
+		s.forget()
+		return
+	}
+	p := &s.parsed
+	p.start = uintptr(unsafe.Pointer(unsafe.SliceData(frame)))
+	p.n = len(frame)
+	p.codec = codec
+	p.head = append(p.head[:0], frame[:head]...)
+}
+
+// forget drops the record: s.req no longer holds a parse remember recorded.
+func (s *scratch) forget() { s.parsed.start = 0 }
+
+// recall reports whether s.req holds the strict parse of frame under
+// codec's limits, as remember recorded it: frame has the same address and
+// length, its head the same bytes, and codec the same fields, so the
+// parse of it would be the same. A record is used once (Route may change
+// the Request), and recall drops it either way, since the caller then
+// parses into s.req.
+//
+// Address and length alone would not do: the engine reads every
+// connection's input into the same loop buffer, so a record that was
+// never recalled (its frame served on another P, refused by admission, or
+// handled without Server) can meet another request of the same length at
+// the same address. Comparing the head costs one vectorised pass over it,
+// a fraction of a parse.
+func (s *scratch) recall(frame []byte, codec Codec) bool {
+	p := &s.parsed
+	ok := p.start != 0 && p.n == len(frame) && p.start == uintptr(unsafe.Pointer(unsafe.SliceData(frame))) &&
+		p.codec == codec && bytes.Equal(frame[:len(p.head)], p.head)
+	p.start = 0
+	return ok
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/sluicenet/sluice/protocol"
 )
 
-// ErrFramingMismatch is the close cause when a frame ServerCodec's fast
-// framing cut does not parse as exactly one request under the strict
-// parser (the two disagree about where the request ends). Server answers
-// it with 400 and closes the connection. It wraps protocol.ErrMalformed.
+// ErrFramingMismatch is the close cause when a frame given to Server does
+// not parse as exactly one request under the strict parser: it is empty,
+// holds less than a request, or more than one (a frame that did not come
+// from Codec.Decode). Server answers it with 400 and closes the
+// connection. It wraps protocol.ErrMalformed.
 var ErrFramingMismatch = fmt.Errorf("%w: http1: request framing disagrees with the strict parse", protocol.ErrMalformed)
 
 // Conn is what Server.Serve needs of a connection: queue bytes for the
@@ -84,10 +85,13 @@ type Server struct {
 }
 
 // Serve answers the request in frame (a frame Codec.Decode returned) on c
-// with one c.Write (in place, when c lends its available buffer), and reports whether the connection should close after
-// the response (return the engine's Close action). A request that does not
-// parse, or a response c cannot queue, closes c with the error as cause
-// (c.CloseWithError) and reports false: nothing more is to be done.
+// with one c.Write (in place, when c lends its available buffer), and
+// reports whether the connection should close after the response (return
+// the engine's Close action). It takes the parse Codec.Decode left for
+// frame when there is one (see ServerCodec) and parses frame strictly
+// otherwise. A request that does not parse, or a response c cannot queue,
+// closes c with the error as cause (c.CloseWithError) and reports false:
+// nothing more is to be done.
 func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
 	sc := getScratch()
 	now := sc.clock(frame, s.Codec.Clock)
@@ -118,8 +122,9 @@ func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
 // Codec.Decode returned) with the Date of now, and reports whether the
 // connection must close after it: closeAfter without a cause when the
 // request does not keep the connection alive, with the parse error as
-// cause when the request is malformed. It does not allocate when dst has
-// room and Route does not.
+// cause when the request is malformed. Like Serve, it takes the parse
+// Codec.Decode left for frame when there is one. It does not allocate when
+// dst has room and Route does not.
 func (s *Server) Respond(dst, frame []byte, now time.Time) (out []byte, closeAfter bool, cause error) {
 	sc := getScratch()
 	defer putScratch(sc)
@@ -128,9 +133,9 @@ func (s *Server) Respond(dst, frame []byte, now time.Time) (out []byte, closeAft
 
 func (s *Server) respond(sc *scratch, dst, frame []byte, now time.Time) ([]byte, bool, error) {
 	req := &sc.req
-	n, err := s.Codec.DecodeRequest(frame, req)
-	if err == nil && n != len(frame) {
-		err = ErrFramingMismatch
+	var err error
+	if !sc.recall(frame, s.Codec.Codec) {
+		err = s.parse(frame, req)
 	}
 	date := sc.dates.Value(now)
 	if err != nil {
@@ -146,6 +151,20 @@ func (s *Server) respond(sc *scratch, dst, frame []byte, now time.Time) ([]byte,
 	// request: clearing them costs a write barrier per pointer, and the
 	// engine's read buffer they point into lives as long as the loop.
 	return dst, !req.KeepAlive, nil
+}
+
+// parse parses frame, which must hold exactly one request, into req with
+// the codec's limits.
+func (s *Server) parse(frame []byte, req *Request) error {
+	lim, err := s.Codec.limits()
+	if err != nil {
+		return err
+	}
+	n, err := parseInto(frame, &lim, req)
+	if err == nil && (n == 0 || n != len(frame)) {
+		err = ErrFramingMismatch
+	}
+	return err
 }
 
 var notFoundBody = []byte("Not Found\n")
