@@ -98,17 +98,23 @@
 //
 // # Backends
 //
-// Config.Backend chooses how a loop learns that its sockets are ready.
-// BackendEpoll, the default, is one edge-triggered epoll set per loop.
-// BackendIOURing gives each loop an io_uring instance, set up on the loop's
-// locked thread, with one multishot poll per connection (edge-triggered like
-// EPOLLET; the listener, level-triggered, a one-shot poll re-armed after each
-// completion): the same events, reaped from the completion queue. Reads,
-// writes and accepts are the same system calls on both; the completion-based
-// data path (multishot recv into provided buffers, sends from the ring) is
-// not built yet. Where the kernel refuses io_uring or lacks a feature the
-// backend needs, New falls back to epoll and logs why; Engine.Backend says
-// which backend runs.
+// Config.Backend chooses how a loop does its I/O. BackendEpoll, the
+// default, is one edge-triggered epoll set per loop, with read(2) and
+// writev(2). BackendIOURing gives each loop an io_uring instance, set up on
+// the loop's locked thread, and moves connections' I/O onto it: a
+// connection's bytes arrive with a recv completion, in a buffer of the
+// loop's shared provided buffer ring (frames are decoded in place, the
+// buffer goes back at the next wait), and its out-queue leaves as a
+// sendmsg whose iovecs are the queued segments, submitted with the turn's
+// one io_uring_enter (recv.go, sendq_linux.go). Each recv is single-shot
+// and armed again only when the connection may read, so read budgets,
+// backpressure, MaxQueuedBytes and the admission stage's slow reads stop
+// input exactly as with epoll (the kernel keeps the rest in the socket);
+// one send per connection is in flight, and its segments stay queued until
+// its completion. The listener, the timer and wake-up fds stay on polls
+// (multishot IORING_OP_POLL_ADD), and accepts stay accept4. Where the
+// kernel refuses io_uring or lacks a feature the backend needs, New falls
+// back to epoll and logs why; Engine.Backend says which backend runs.
 //
 // # Accept
 //
