@@ -54,7 +54,6 @@ type Conn struct {
 
 	// input: nil unless a partial frame (or held-back frames) must be kept
 	in         []byte
-	held       []byte // recv mode: bytes received and not yet taken (recv.go); nil otherwise
 	readTurn   uint64 // turn readBytes counts for
 	readBytes  int    // bytes read this turn, against ReadBudgetBytes
 	turnFrames int    // frames dispatched this turn, against MaxFramesPerTurn

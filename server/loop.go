@@ -33,7 +33,8 @@ type loop struct {
 
 	lis listener // the listening socket and its part in the gate (gate.go)
 
-	conns  []*Conn // by fd
+	conns  []*Conn  // by fd
+	held   [][]byte // by fd, recv mode: bytes a connection received and has not taken (recv.go)
 	nconns int
 	gen    uint64
 

@@ -13,7 +13,7 @@ import (
 // a connection that stops reading (backpressure, MaxFramesPerTurn, its
 // read budget, the admission stage's slow list, MaxQueuedBytes) leaves the
 // rest in the socket as with epoll, and what the one completion already
-// under way brought waits in c.held (copied out of the ring, so ring
+// under way brought waits in the loop's held table (copied out of the ring, so ring
 // buffers go back at the next wait whatever the connection does).
 //
 // Bytes are dispatched from the ring buffer in place, as reads of at most
@@ -26,7 +26,7 @@ import (
 // (res 0) or the recv's error (a negated errno). The bytes are dispatched
 // at once as reads of at most the turn's read budget (so a Raw frame stays
 // within ReadBudgetBytes), straight from the provided buffer; what c cannot
-// take now is held in c.held, behind anything held before.
+// take now is held (heldOf), behind anything held before.
 func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 	switch {
 	case res < 0:
@@ -49,10 +49,10 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 	c.lastActive = l.now
 	s := l.stage
 	if s != nil {
-		s.recvStart(c, len(c.held) == 0)
+		s.recvStart(c, l.heldLen(c) == 0)
 		s.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
 	}
-	if len(c.held) > 0 {
+	if l.heldLen(c) > 0 {
 		l.holdIn(c, data)
 		l.readConn(c, true)
 	} else {
@@ -111,7 +111,7 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 }
 
 // recvResume is readConn in recv mode: frames held in c.in first (as
-// readConn does), then the bytes c.held keeps are fed (recvFeed); with
+// readConn does), then the bytes c holds are fed (recvFeed); with
 // nothing held any more, the end of file the recv reported is seen, or the
 // recv is armed for more.
 func (l *loop) recvResume(c *Conn, edge bool) {
@@ -122,19 +122,20 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 		}
 		l.consume(c, c.in, true)
 	}
-	if len(c.held) > 0 && c.flags&fClosed == 0 {
-		rest := l.recvFeed(c, c.held, edge)
+	if l.heldLen(c) > 0 && c.flags&fClosed == 0 {
+		h := *l.heldOf(c)
+		rest := l.recvFeed(c, h, edge)
 		if c.flags&fClosed != 0 {
 			return
 		}
-		k := copy(c.held, rest)
-		l.bp.inBytes -= len(c.held) - k
-		c.held = c.held[:k]
+		k := copy(h, rest)
+		l.bp.inBytes -= len(h) - k
 		if k > 0 {
+			*l.heldOf(c) = h[:k]
 			return
 		}
-		l.pools.ins.put(c.held)
-		c.held = nil
+		l.pools.ins.put(h)
+		*l.heldOf(c) = nil
 	}
 	l.recvMore(c)
 }
@@ -146,7 +147,7 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 // keeps the rest in the socket as with epoll. With nothing held, an end of
 // file the recv reported is seen here.
 func (l *loop) recvMore(c *Conn) {
-	if len(c.held) > 0 || !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
+	if l.heldLen(c) > 0 || !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return
 	}
 	if c.flags&fRecvEOF != 0 {
@@ -159,23 +160,45 @@ func (l *loop) recvMore(c *Conn) {
 	l.p.recvOn(int(c.fd))
 }
 
-// holdIn appends data to c.held, the received bytes c has not taken yet.
+// holdIn appends data to the bytes c received and has not taken yet.
 func (l *loop) holdIn(c *Conn, data []byte) {
 	if len(data) == 0 || c.flags&fClosed != 0 {
 		return
 	}
-	c.held = growAppend(&l.pools.ins, c.held, data)
+	h := l.heldOf(c)
+	*h = growAppend(&l.pools.ins, *h, data)
 	l.bp.inBytes += len(data)
 }
 
 // releaseHeld recycles c's held bytes (closing).
 func (l *loop) releaseHeld(c *Conn) {
-	if c.held == nil {
+	if l.heldLen(c) == 0 {
 		return
 	}
-	l.bp.inBytes -= len(c.held)
-	l.pools.ins.put(c.held)
-	c.held = nil
+	h := l.heldOf(c)
+	l.bp.inBytes -= len(*h)
+	l.pools.ins.put(*h)
+	*h = nil
+}
+
+// heldOf returns where c's held bytes live: the loop's table by fd, which
+// only recv mode uses, so a Conn carries no field for them. The pointer is
+// good until the table grows (the next heldOf for a higher fd).
+func (l *loop) heldOf(c *Conn) *[]byte {
+	if fd := int(c.fd); fd >= len(l.held) {
+		grown := make([][]byte, max(64, 2*len(l.held), fd+1))
+		copy(grown, l.held)
+		l.held = grown
+	}
+	return &l.held[c.fd]
+}
+
+// heldLen returns how many bytes c holds.
+func (l *loop) heldLen(c *Conn) int {
+	if int(c.fd) < len(l.held) {
+		return len(l.held[c.fd])
+	}
+	return 0
 }
 
 // appendIn appends data to c's input (a frame's head, waiting for the
