@@ -27,6 +27,7 @@ const (
 	fHeld                           // frames held back by MaxFramesPerTurn (ready list)
 	fRejOnly                        // the out-queue holds only refusals the admission stage may hold back
 	fRecvEOF                        // recv mode: the recv reported end of file, seen once held input is used
+	fPoolWait                       // ordered pool: a frame is in the pool; the next waits until it is done
 )
 
 // Connection states visible to other goroutines.
@@ -220,5 +221,5 @@ func (c *Conn) writeAsync(p []byte, codec protocol.Codec) error {
 
 // readable reports whether the loop should read from c now.
 func (c *Conn) readable() bool {
-	return c.flags&(fClosed|fPaused|fEOF) == 0 && c.closing == nil
+	return c.flags&(fClosed|fPaused|fEOF|fPoolWait) == 0 && c.closing == nil
 }

@@ -390,7 +390,7 @@ func TestFairShareBetweenTenants(t *testing.T) {
 // frame.
 func TestPoolDerivedCoDel(t *testing.T) {
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
-		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512,
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512, Unordered: true, // one connection fills the queue
 			CoDel: &admission.CoDelConfig{Interval: 20 * time.Millisecond}}}, newTestHandler())
 	if c, _ := e.pool.derived(); c != time.Duration(autoMinCapNanos) {
 		t.Fatalf("cap before any measurement %v, want the floor", c)

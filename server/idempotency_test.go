@@ -110,8 +110,9 @@ func (h *idemPoolHandler) ServeFrame(ctx context.Context, c *Conn, frame []byte)
 func TestIdempotencyPool(t *testing.T) {
 	pol, store := idemPolicy(t)
 	ph := &idemPoolHandler{t: t, store: store, gate: make(chan struct{})}
+	// Unordered: a retry with the same key arrives while the first runs
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: pol,
-		Pool: PoolConfig{Handler: ph, Workers: 1, QueueLen: 1}}, newTestHandler())
+		Pool: PoolConfig{Handler: ph, Workers: 1, QueueLen: 1, Unordered: true}}, newTestHandler())
 	c := dialLine(t, e.Addr().String(), nil)
 	ask := func(line string) string { fmt.Fprintf(c, "%s\n", line); return c.line(t) }
 	if got := ask("p1=a"); got != "ran p1=a" {

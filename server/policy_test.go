@@ -526,7 +526,7 @@ func TestPoolEcho(t *testing.T) {
 // connection keeps working.
 func TestPoolQueueFull(t *testing.T) {
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
-		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 2}}, newTestHandler())
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 2, Unordered: true}}, newTestHandler())
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	// one running (50ms), two queued, the rest refused
@@ -563,7 +563,7 @@ func TestPoolQueueFull(t *testing.T) {
 // "codel", cheaply, and every frame is answered.
 func TestPoolCoDel(t *testing.T) {
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
-		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512,
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512, Unordered: true, // one connection fills the queue
 			CoDel: &admission.CoDelConfig{Target: 2 * time.Millisecond, Interval: 20 * time.Millisecond}}}, newTestHandler())
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(20 * time.Second))
@@ -652,7 +652,7 @@ func TestPoolNewestFirst(t *testing.T) {
 // and reply before connections close.
 func TestPoolShutdownDrains(t *testing.T) {
 	e, err := New(Config{Loops: 1, Codec: protocol.Delimited{},
-		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 2}}, newTestHandler())
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 2, Unordered: true}}, newTestHandler())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -845,6 +845,52 @@ func BenchmarkEchoPolicy(b *testing.B) {
 				if _, err := io.ReadFull(c, in); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// TestPoolOrdered: with several workers and frames that take different
+// times (the slow ones first), a connection's pipelined replies leave in
+// request order by default, while two connections are served at once;
+// with Unordered they come back in the order the workers finish.
+func TestPoolOrdered(t *testing.T) {
+	const req = "3a\n0b\n2c\n0d\n1e\n0f\n"
+	for _, unordered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ordered", true: "unordered"}[unordered], func(t *testing.T) {
+			e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
+				Pool: PoolConfig{Handler: &poolHandler{}, Workers: 4, Unordered: unordered}}, newTestHandler())
+			a, b := dial(t, e), dial(t, e)
+			for _, c := range []net.Conn{a, b} {
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+			}
+			t0 := time.Now()
+			a.Write([]byte(req))
+			b.Write([]byte("3x\n"))
+			got := make([]byte, len(req))
+			if _, err := io.ReadFull(a, got); err != nil {
+				t.Fatal(err)
+			}
+			bGot := make([]byte, 3)
+			if _, err := io.ReadFull(b, bGot); err != nil || string(bGot) != "3x\n" {
+				t.Fatalf("b: %q, %v", bGot, err)
+			}
+			took := time.Since(t0)
+			if !unordered {
+				if string(got) != req {
+					t.Fatalf("replies %q, want them in request order %q", got, req)
+				}
+				// a's frames one after the other (60 ms of work), b's beside them
+				if took < 60*time.Millisecond || took > 2*time.Second {
+					t.Errorf("took %v", took)
+				}
+				return
+			}
+			if string(got) == req {
+				t.Errorf("unordered: replies came back in request order %q; want the fast ones first", got)
+			}
+			if lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n"); len(lines) != 6 {
+				t.Errorf("unordered: %d replies %q", len(lines), got)
 			}
 		})
 	}

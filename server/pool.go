@@ -378,4 +378,8 @@ func (l *loop) poolDone(t *task) {
 	if c.pending == 0 && c.flags&fEOF != 0 {
 		l.requestClose(c, ErrPeerClosed)
 	}
+	if c.pending == 0 && c.flags&fPoolWait != 0 {
+		c.flags &^= fPoolWait
+		l.ready(c, fNeedRead) // its next frame, held in c.in or still in the socket
+	}
 }

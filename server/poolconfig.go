@@ -11,9 +11,12 @@ import (
 
 // BlockingHandler handles frames that may block (a database call, another
 // service). Its ServeFrame runs on a worker goroutine of the engine's pool,
-// never on a loop; many run at once, for different connections and for the
-// same one, so replies to one connection may leave in a different order
-// than its requests came in when more than one worker serves it.
+// never on a loop; many run at once for different connections. By default
+// one frame per connection is in the pool at a time, so a connection's
+// replies leave in the order its requests came in (what HTTP/1.1, RESP and
+// line protocols need); with PoolConfig.Unordered many frames of one
+// connection run at once and their replies may leave in any order (for
+// protocols whose replies carry the request's id, such as the envelope).
 type BlockingHandler interface {
 	// ServeFrame handles one admitted frame. ctx carries the request's
 	// absolute deadline, derived once at ingress (PoolConfig.RequestTimeout,
@@ -52,6 +55,18 @@ type PoolConfig struct {
 	// Workers is the number of worker goroutines. Default
 	// 4 × runtime.GOMAXPROCS(0): workers that block mostly wait.
 	Workers int
+
+	// Unordered lets the pool run several frames of one connection at once,
+	// so their replies may leave in any order: for protocols whose replies
+	// name their request (the envelope's id). The default (false) hands a
+	// connection's next frame to the pool only when its previous one is
+	// done, and stops reading the connection meanwhile (its frames wait in
+	// its input buffer and the kernel, as under backpressure), so replies
+	// keep the requests' order; concurrency is then across connections.
+	// Measured: without it the pool's newest-first service under overload
+	// answered pipelined requests out of order, and a client matching
+	// replies in order dropped every connection (docs/OVERLOAD.md).
+	Unordered bool
 
 	// QueueLen bounds the frames waiting for a worker, all loops together.
 	// Default 1024.

@@ -169,8 +169,8 @@ func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
 		c.in = append(l.pools.ins.get(len(rest)), rest...)
 		l.bp.inBytes += len(rest)
 	}
-	if c.flags&(fPaused|fHeld) != 0 {
-		// stopped by backpressure or MaxFramesPerTurn at a frame boundary:
+	if c.flags&(fPaused|fHeld|fPoolWait) != 0 {
+		// stopped by backpressure, MaxFramesPerTurn or the ordered pool at a frame boundary:
 		// decode rest again on resume or next turn (readConn does that
 		// before reading)
 		c.flags &^= fPartial
@@ -192,7 +192,7 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 		if c.closing != nil || c.flags&fClosed != 0 {
 			return nil, frames, nil
 		}
-		if c.flags&fPaused != 0 {
+		if c.flags&(fPaused|fPoolWait) != 0 {
 			return data, frames, nil
 		}
 		frame, n, err := l.codec.Decode(data)
@@ -222,6 +222,9 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 		}
 		if pl := l.e.pool; pl != nil {
 			pl.submit(l, c, frame, s.takeClaim(c))
+			if c.pending > 0 && !l.cfg.Pool.Unordered {
+				c.flags |= fPoolWait // the next frame waits for this one (poolDone)
+			}
 			continue
 		}
 		l.act(c, l.h.OnFrame(c, frame))
