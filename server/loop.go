@@ -49,7 +49,11 @@ type loop struct {
 
 	pace pacing // what the wait phase remembers of earlier turns
 	now  int64  // loop clock for this turn: monotonic ns since the engine started
-	turn uint64
+	// arrived is when the frames being dispatched were read: now, or for
+	// frames held in a connection's input since an earlier read, that
+	// read's turn (consume; the worker pool's queueing delay starts there)
+	arrived int64
+	turn    uint64
 
 	draining bool
 	exiting  bool

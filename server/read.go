@@ -142,6 +142,10 @@ func (l *loop) account(c *Conn, n int) {
 // buffer) and keeps the unparsed rest in c.in.
 func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
 	wasPartial := c.flags&fPartial != 0
+	l.arrived = l.now
+	if inPlace && !wasPartial {
+		l.arrived = c.frameStart // frames held back since an earlier read (below)
+	}
 	rest, frames, err := l.dispatch(c, data)
 	switch {
 	case err != nil:
@@ -170,10 +174,12 @@ func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
 		l.bp.inBytes += len(rest)
 	}
 	if c.flags&(fPaused|fHeld|fPoolWait) != 0 {
-		// stopped by backpressure, MaxFramesPerTurn or the ordered pool at a frame boundary:
-		// decode rest again on resume or next turn (readConn does that
-		// before reading)
+		// stopped by backpressure, MaxFramesPerTurn or the ordered pool at a
+		// frame boundary: decode rest again on resume or next turn
+		// (readConn does that before reading); frameStart, unused while no
+		// frame is partial, keeps when these frames arrived
 		c.flags &^= fPartial
+		c.frameStart = l.arrived
 		return
 	}
 	if frames > 0 || !wasPartial {
