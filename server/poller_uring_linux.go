@@ -93,6 +93,7 @@ type pollReg struct {
 	rArmed  bool                         // its recv is in the kernel; the recv's last completion has not been seen
 	rOff    bool                         // the loop asked to stop receiving (recvOff)
 	rCancel bool                         // a cancellation of the armed recv was submitted
+	rMore   bool                         // the last recv left bytes in the socket (IORING_CQE_F_SOCK_NONEMPTY)
 	sArmed  bool                         // a send is in the kernel; its completion has not been seen
 	sCancel bool                         // a cancellation of the orphaned send was submitted
 	orphan  *ringq.Ring[ioflush.Segment] // a closed connection's out-queue under a send: dropped at its completion
@@ -237,15 +238,23 @@ func (p *uringPoller) clearIovecs() {
 	p.niovs = 0
 }
 
-// send submits a sendmsg of iovs on fd (with the next wait); its completion
-// comes as an evSent event. One send per connection is in flight at a time.
+// send submits a sendmsg of iovs on fd (a send when there is one), with
+// the next wait; its completion comes as an evSent event. One send per
+// connection is in flight at a time.
 func (p *uringPoller) send(fd int, iovs []unix.Iovec) error {
 	i, ok := p.lookup(fd)
 	if !ok {
 		return os.NewSyscallError("sendmsg", unix.ENOENT)
 	}
 	r := &p.regs[i]
-	if _, err := p.ring.PrepSendmsg(fd, iovs, unix.MSG_NOSIGNAL, uring.Pack(kindSend, i, r.gen)); err != nil {
+	u := uring.Pack(kindSend, i, r.gen)
+	var err error
+	if len(iovs) == 1 { // the common reply: a plain send, no message header to copy
+		_, err = p.ring.PrepSend(fd, unsafe.Slice(iovs[0].Base, iovs[0].Len), unix.MSG_NOSIGNAL, u)
+	} else {
+		_, err = p.ring.PrepSendmsg(fd, iovs, unix.MSG_NOSIGNAL, u)
+	}
+	if err != nil {
 		return err
 	}
 	r.sArmed = true
@@ -412,8 +421,12 @@ func (p *uringPoller) settleRecv(i uint32) error {
 	want := r.live && !r.rOff
 	switch {
 	case want && !r.rArmed:
-		if _, err := p.ring.PrepRecv(int(r.fd), p.bufs.Group(), 0, p.recvData(i)); err != nil {
+		s, err := p.ring.PrepRecv(int(r.fd), p.bufs.Group(), 0, p.recvData(i))
+		if err != nil {
 			return err
+		}
+		if !r.rMore {
+			s.SetPollFirst() // the last recv left the socket empty: an attempt now would fail
 		}
 		r.rArmed, r.rCancel = true, false
 	case !want && r.rArmed && !r.rCancel:
@@ -565,6 +578,7 @@ func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
 			data = b
 		}
 	}
+	r.rMore = c.SockNonEmpty()
 	quiet := c.Res == -int32(unix.ENOBUFS) || c.Res == -int32(unix.ECANCELED)
 	if !c.More() {
 		r.rArmed, r.rCancel = false, false

@@ -36,6 +36,7 @@ const (
 	probeOpSupported      = 1 << 0
 	probeOps              = 256
 	sqeBufferSelect       = 1 << 5
+	recvPollFirst         = 1 << 0 // IORING_RECVSEND_POLL_FIRST
 	recvMultishot         = 1 << 1
 	acceptMultishot       = 1 << 0
 	asyncCancelAll        = 1 << 0

@@ -42,6 +42,12 @@ const (
 // SetFlags adds IOSQE_* flags (FlagLink, FlagSkipSuccess) to s.
 func (s *SQE) SetFlags(f uint8) { s.flags |= f }
 
+// SetPollFirst makes a recv or send wait for readiness before its first
+// attempt (IORING_RECVSEND_POLL_FIRST): cheaper when the socket is
+// expected to be empty (a recv armed right after the last bytes were
+// taken), since the attempt would only fail with EAGAIN.
+func (s *SQE) SetPollFirst() { s.ioprio |= recvPollFirst }
+
 // SetUserData sets the tag the completions of s carry.
 func (s *SQE) SetUserData(u UserData) { s.userData = uint64(u) }
 
