@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -109,30 +107,6 @@ const (
 	kindSendCtl = 6 // its cancellation after del (completes only on failure)
 )
 
-// evSent marks an event that is a send completion (recv mode): received(i)
-// has its result. Bit 25 is no EPOLL* flag.
-const evSent = 1 << 25
-
-// sendIovecCount is the iovecs the sends of one submission may use in all;
-// a send that needs more than are left submits what was prepared first.
-const sendIovecCount = 4096
-
-// evData marks an event that is a recv completion (recv mode): received(i)
-// has its bytes and result. Bit 26 is no EPOLL* flag.
-const evData = 1 << 26
-
-// recvBufCount and recvBufBytes size each loop's provided buffer ring:
-// 1,024 buffers of 4 KiB (4 MiB of address space, resident only as the
-// kernel fills them), shared by all the loop's connections. A wait hands the loop
-// at most one buffer per completion it reaps, and they go back at the next
-// wait; when the kernel finds the ring empty a recv ends with -ENOBUFS and
-// is armed again after the buffers came back.
-const (
-	recvBufCount = 1024
-	recvBufBytes = 4096
-	recvBufGroup = 1
-)
-
 // uringEntries is the submission queue size: a turn's mods and dels beyond
 // it are submitted early by the prep methods, never dropped.
 const uringEntries = 256
@@ -182,102 +156,6 @@ func (p *uringPoller) attach() error {
 		p.bufs, _ = p.ring.NewBufRing(recvBufGroup, recvBufCount, recvBufBytes)
 	}
 	return nil // the registrations so far are on later; the first wait arms them
-}
-
-// recvMode reports whether connections are read by completion: their bytes
-// come with evData events (received), never through read(2).
-func (p *uringPoller) recvMode() bool { return p.bufs != nil }
-
-// received returns the bytes and result of event i, a recv completion.
-func (p *uringPoller) received(i int) ([]byte, int32) {
-	e := &p.events[i]
-	return e.data, e.res
-}
-
-// recvOn re-arms fd's recv if recvOff stopped it.
-func (p *uringPoller) recvOn(fd int) {
-	if i, ok := p.lookup(fd); ok && p.regs[i].rOff {
-		p.regs[i].rOff = false
-		p.settle(i)
-	}
-}
-
-// recvOff stops fd's recv: the kernel keeps what arrives from now on in the
-// socket, and the loop gets no more of it until recvOn. Completions
-// already posted still come.
-func (p *uringPoller) recvOff(fd int) {
-	if i, ok := p.lookup(fd); ok && p.regs[i].recv && !p.regs[i].rOff {
-		p.regs[i].rOff = true
-		p.settle(i)
-	}
-}
-
-// sendIovecs returns n iovecs for a send to fill, valid until the
-// submission that carries it returns (the kernel copies them there);
-// when the batch's are used up it submits what was prepared first.
-func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error) {
-	if p.iovs == nil {
-		p.iovs = make([]unix.Iovec, sendIovecCount)
-	}
-	n = min(n, sendIovecCount)
-	if p.niovs+n > len(p.iovs) {
-		if _, err := p.ring.Submit(); err != nil {
-			return nil, err
-		}
-		p.clearIovecs()
-	}
-	v := p.iovs[p.niovs : p.niovs+n : p.niovs+n]
-	p.niovs += n
-	return v, nil
-}
-
-// clearIovecs forgets the iovecs of what was just submitted (nothing in
-// them stays reachable).
-func (p *uringPoller) clearIovecs() {
-	clear(p.iovs[:p.niovs])
-	p.niovs = 0
-}
-
-// send submits a sendmsg of iovs on fd (a send when there is one), with
-// the next wait; its completion comes as an evSent event. One send per
-// connection is in flight at a time.
-func (p *uringPoller) send(fd int, iovs []unix.Iovec) error {
-	i, ok := p.lookup(fd)
-	if !ok {
-		return os.NewSyscallError("sendmsg", unix.ENOENT)
-	}
-	r := &p.regs[i]
-	u := uring.Pack(kindSend, i, r.gen)
-	var err error
-	if len(iovs) == 1 { // the common reply: a plain send, no message header to copy
-		_, err = p.ring.PrepSend(fd, unsafe.Slice(iovs[0].Base, iovs[0].Len), unix.MSG_NOSIGNAL, u)
-	} else {
-		_, err = p.ring.PrepSendmsg(fd, iovs, unix.MSG_NOSIGNAL, u)
-	}
-	if err != nil {
-		return err
-	}
-	r.sArmed = true
-	return nil
-}
-
-// orphanSend hands the poller the out-queue of fd, about to be closed
-// with a send in flight: its bytes stay untouched until that send's
-// completion, which drops (releases) them. False if the send has completed
-// (its event not yet handled): the caller releases q itself.
-func (p *uringPoller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool {
-	if i, ok := p.lookup(fd); ok && p.regs[i].sArmed {
-		p.regs[i].orphan = q
-		return true
-	}
-	return false // its completion is in hand already: the kernel is done with q
-}
-
-func (p *uringPoller) recvData(i uint32) uring.UserData {
-	return uring.Pack(kindRecv, i, p.regs[i].gen)
-}
-func (p *uringPoller) recvCtlData(i uint32) uring.UserData {
-	return uring.Pack(kindRecvCtl, i, p.regs[i].gen)
 }
 
 func (p *uringPoller) pollData(i uint32) uring.UserData {
@@ -414,32 +292,6 @@ func (p *uringPoller) pollMask(r *pollReg) uint32 {
 	return r.ev
 }
 
-// settleRecv arms the recv of a live connection that wants input, or
-// cancels one that is no longer wanted.
-func (p *uringPoller) settleRecv(i uint32) error {
-	r := &p.regs[i]
-	want := r.live && !r.rOff
-	switch {
-	case want && !r.rArmed:
-		s, err := p.ring.PrepRecv(int(r.fd), p.bufs.Group(), 0, p.recvData(i))
-		if err != nil {
-			return err
-		}
-		if !r.rMore {
-			s.SetPollFirst() // the last recv left the socket empty: an attempt now would fail
-		}
-		r.rArmed, r.rCancel = true, false
-	case !want && r.rArmed && !r.rCancel:
-		s, err := p.ring.PrepCancel(p.recvData(i), false, p.recvCtlData(i))
-		if err != nil {
-			return err
-		}
-		s.SetFlags(uring.FlagSkipSuccess)
-		r.rCancel = true
-	}
-	return nil
-}
-
 func (p *uringPoller) queue(i uint32) {
 	if r := &p.regs[i]; !r.queued {
 		r.queued = true
@@ -559,73 +411,6 @@ func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
 	return out, nil
 }
 
-// completeRecv handles a completion of registration i's recv: bytes become
-// an evData event (their buffer recycled at the next wait), end of file an
-// evData event with no bytes, an error an evData event with the negated
-// errno in res; -ENOBUFS (the ring ran dry) and -ECANCELED (recvOff, del)
-// make none. A recv that ended is re-armed if still wanted.
-func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
-	r := &p.regs[i]
-	if !r.rArmed {
-		p.dropBuffer(c)
-		return out
-	}
-	var data []byte
-	if c.HasBuffer() {
-		id, b, err := p.bufs.Take(c)
-		if err == nil {
-			p.lent = append(p.lent, id)
-			data = b
-		}
-	}
-	r.rMore = c.SockNonEmpty()
-	quiet := c.Res == -int32(unix.ENOBUFS) || c.Res == -int32(unix.ECANCELED)
-	if !c.More() {
-		r.rArmed, r.rCancel = false, false
-		if !quiet {
-			r.rOff = true // the loop asks for more (recvOn) once it has taken this
-		}
-		p.settle(i) // re-arm one that ran dry, free a removed one
-	}
-	if !r.live || quiet {
-		return out // bytes for a removed registration go back with the rest
-	}
-	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evIn | evData, res: c.Res, data: data}
-	return out + 1
-}
-
-// completeSend handles the completion of registration i's send: an evSent
-// event with its result for a live connection; for a closed one the
-// out-queue it was sending from is released now that the kernel is done
-// with it.
-func (p *uringPoller) completeSend(i uint32, c uring.CQE, out int) int {
-	r := &p.regs[i]
-	if !r.sArmed {
-		return out
-	}
-	r.sArmed = false
-	if !r.live {
-		if r.orphan != nil {
-			ioflush.Drop(r.orphan)
-			r.orphan = nil
-		}
-		r.sCancel = false
-		p.settle(i) // free the record once nothing else is in flight
-		return out
-	}
-	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evSent, res: c.Res}
-	return out + 1
-}
-
-// dropBuffer gives back the buffer of a completion nobody will read.
-func (p *uringPoller) dropBuffer(c uring.CQE) {
-	if p.bufs != nil && c.HasBuffer() {
-		if id, _, err := p.bufs.Take(c); err == nil {
-			p.lent = append(p.lent, id)
-		}
-	}
-}
-
 // failed reports registration i as unusable (res is the kernel's errno).
 func (p *uringPoller) failed(i uint32, res int32, out int) (int, error) {
 	r := &p.regs[i]
@@ -639,62 +424,4 @@ func (p *uringPoller) failed(i uint32, res int32, out int) (int, error) {
 func (p *uringPoller) event(i int) (fd int, tag, ev uint32) {
 	e := &p.events[i]
 	return int(e.fd), e.tag, e.ev
-}
-
-// wake adds 1 to the eventfd, a new edge for its multishot poll.
-func (p *uringPoller) wake() error {
-	if !p.opened {
-		return nil
-	}
-	_, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(p.wakefd),
-		uintptr(unsafe.Pointer(&wakeValue)), 8)
-	if errno != 0 && errno != unix.EAGAIN {
-		return os.NewSyscallError("write", errno)
-	}
-	return nil
-}
-
-// armTimer makes the timerfd fire once, afterNanos from now (at least 1 ns).
-func (p *uringPoller) armTimer(afterNanos int64) error {
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(afterNanos, 1))}
-	_, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(p.timerfd), 0,
-		uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	if errno != 0 {
-		return os.NewSyscallError("timerfd_settime", errno)
-	}
-	return nil
-}
-
-// close tears the ring down (cancelling every poll, so the kernel drops its
-// references to the descriptors) and closes the timer and wake-up fds.
-func (p *uringPoller) close() {
-	if !p.opened {
-		return
-	}
-	p.opened = false
-	if p.ring != nil {
-		p.ring.Close()
-		p.ring = nil
-	}
-	for _, fd := range []*int{&p.wakefd, &p.timerfd} {
-		if *fd >= 0 {
-			unix.Close(*fd)
-			*fd = -1
-		}
-	}
-}
-
-var (
-	detectOnce  sync.Once
-	detectFeats uring.Feature
-	detectErr   error
-)
-
-// uringUsable reports whether the kernel offers what the io_uring backend
-// needs (uring.Required, which implies multishot poll: IORING_OP_POLL_ADD
-// multishot came in 5.13, multishot accept in 5.19), detecting once per
-// process, and returns the features found.
-func uringUsable() (uring.Feature, error) {
-	detectOnce.Do(func() { detectFeats, detectErr = uring.Detect() })
-	return detectFeats, detectErr
 }

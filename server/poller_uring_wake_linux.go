@@ -1,0 +1,74 @@
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
+
+package server
+
+import (
+	"os"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/uring"
+)
+
+// The io_uring backend's wake-up, timer and teardown, and the detection of
+// what the kernel offers.
+
+// wake adds 1 to the eventfd, a new edge for its multishot poll.
+func (p *uringPoller) wake() error {
+	if !p.opened {
+		return nil
+	}
+	_, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(p.wakefd),
+		uintptr(unsafe.Pointer(&wakeValue)), 8)
+	if errno != 0 && errno != unix.EAGAIN {
+		return os.NewSyscallError("write", errno)
+	}
+	return nil
+}
+
+// armTimer makes the timerfd fire once, afterNanos from now (at least 1 ns).
+func (p *uringPoller) armTimer(afterNanos int64) error {
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(afterNanos, 1))}
+	_, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(p.timerfd), 0,
+		uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	if errno != 0 {
+		return os.NewSyscallError("timerfd_settime", errno)
+	}
+	return nil
+}
+
+// close tears the ring down (cancelling every poll, so the kernel drops its
+// references to the descriptors) and closes the timer and wake-up fds.
+func (p *uringPoller) close() {
+	if !p.opened {
+		return
+	}
+	p.opened = false
+	if p.ring != nil {
+		p.ring.Close()
+		p.ring = nil
+	}
+	for _, fd := range []*int{&p.wakefd, &p.timerfd} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+var (
+	detectOnce  sync.Once
+	detectFeats uring.Feature
+	detectErr   error
+)
+
+// uringUsable reports whether the kernel offers what the io_uring backend
+// needs (uring.Required, which implies multishot poll: IORING_OP_POLL_ADD
+// multishot came in 5.13, multishot accept in 5.19), detecting once per
+// process, and returns the features found.
+func uringUsable() (uring.Feature, error) {
+	detectOnce.Do(func() { detectFeats, detectErr = uring.Detect() })
+	return detectFeats, detectErr
+}
