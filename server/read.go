@@ -33,10 +33,7 @@ func (l *loop) readConn(c *Conn, edge bool) {
 	if !c.readable() {
 		return
 	}
-	if c.readTurn != l.turn {
-		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
-		c.flags &^= fHeld
-	}
+	l.newReadTurn(c)
 	if len(c.in) > 0 && c.flags&fPartial == 0 { // frames held back by backpressure or MaxFramesPerTurn
 		l.consume(c, c.in, true)
 		if !c.readable() || c.flags&fHeld != 0 {
@@ -44,16 +41,8 @@ func (l *loop) readConn(c *Conn, edge bool) {
 		}
 	}
 	for {
-		budget := l.cfg.ReadBudgetBytes - c.readBytes
-		if l.overQueued() && !l.readWhileOver(c, &budget) {
-			return
-		}
-		if s != nil {
-			budget = s.readBudget(budget)
-		}
+		budget := l.readAllowance(c)
 		if budget <= 0 {
-			l.st[cReadBudgetSpent]++
-			l.ready(c, fNeedRead)
 			return
 		}
 		n, want, en := l.readOnce(c, budget, edge)
@@ -75,6 +64,35 @@ func (l *loop) readConn(c *Conn, edge bool) {
 			return
 		}
 	}
+}
+
+// newReadTurn starts c's read budget and frame count afresh in a turn it
+// has not read in yet (frames held by MaxFramesPerTurn may go again).
+func (l *loop) newReadTurn(c *Conn) {
+	if c.readTurn != l.turn {
+		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
+		c.flags &^= fHeld
+	}
+}
+
+// readAllowance returns how many bytes c may read now: what is left of
+// this turn's read budget, lowered at MaxQueuedBytes (readWhileOver) and
+// by the admission stage (a tenant's byte quota). It returns 0 when c may
+// read nothing more this turn; a spent budget puts c on the ready list.
+func (l *loop) readAllowance(c *Conn) int {
+	budget := l.cfg.ReadBudgetBytes - c.readBytes
+	if l.overQueued() && !l.readWhileOver(c, &budget) {
+		return 0
+	}
+	if s := l.stage; s != nil {
+		budget = s.readBudget(budget)
+	}
+	if budget <= 0 {
+		l.st[cReadBudgetSpent]++
+		l.ready(c, fNeedRead)
+		return 0
+	}
+	return budget
 }
 
 // smallTailBytes: an unparsed tail up to this size is copied to the front of

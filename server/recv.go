@@ -69,10 +69,7 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 // frames held, the stage's slow list, MaxQueuedBytes, the budget); it
 // returns what c cannot take now. edge is readConn's.
 func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
-	if c.readTurn != l.turn {
-		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
-		c.flags &^= fHeld
-	}
+	l.newReadTurn(c)
 	s := l.stage
 	if s != nil && !s.beforeRead(c, edge) {
 		return data
@@ -81,16 +78,8 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 		if !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 || s != nil && s.parked(c) {
 			return data
 		}
-		budget := l.cfg.ReadBudgetBytes - c.readBytes
-		if l.overQueued() && !l.readWhileOver(c, &budget) {
-			return data
-		}
-		if s != nil {
-			budget = s.readBudget(budget)
-		}
+		budget := l.readAllowance(c)
 		if budget <= 0 {
-			l.st[cReadBudgetSpent]++
-			l.ready(c, fNeedRead)
 			return data
 		}
 		p := data[:min(len(data), budget)]
@@ -116,10 +105,7 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 // recv is armed for more.
 func (l *loop) recvResume(c *Conn, edge bool) {
 	if len(c.in) > 0 && c.flags&fPartial == 0 && c.readable() && (l.stage == nil || !l.stage.parked(c)) {
-		if c.readTurn != l.turn {
-			c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
-			c.flags &^= fHeld
-		}
+		l.newReadTurn(c)
 		l.consume(c, c.in, true)
 	}
 	if l.heldLen(c) > 0 && c.flags&fClosed == 0 {
