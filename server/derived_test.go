@@ -291,16 +291,33 @@ func TestEchoZeroAllocsDerived(t *testing.T) {
 		t.Fatalf("stage: auto %v timed %v fair %v", s.auto, s.timed, s.fair != nil)
 	}
 	round, _, _ := echoRounds(t, e)
-	deadline := time.Now().Add(150 * time.Millisecond) // more than a fair-share window
-	n := 0
-	for ; time.Now().Before(deadline); n++ {
-		round()
-	}
-	if a := testing.AllocsPerRun(max(500, n), round); a != 0 {
-		t.Errorf("%.2f allocations per round trip of 16 messages with derived shedding, want 0", a)
-	}
-	if s := e.Stats(); s.Rejects != 0 {
-		t.Errorf("%d rejects of an echo well within capacity", s.Rejects)
+	// A host that starves the loop's thread makes it overloaded in earnest
+	// (busy, not asleep, for a whole utilisation window), and then frames
+	// are refused for their queueing delay; the refusal path allocates
+	// nothing either, but "no refusals within capacity" holds only for a
+	// loop that got its CPU. So every attempt must allocate nothing, and
+	// one attempt out of three must also see no refusal.
+	for attempt := 1; ; attempt++ {
+		before := e.Stats().Rejects
+		deadline := time.Now().Add(150 * time.Millisecond) // more than a fair-share window
+		n := 0
+		for ; time.Now().Before(deadline); n++ {
+			round()
+		}
+		if a := testing.AllocsPerRun(max(500, n), round); a != 0 {
+			t.Errorf("%.2f allocations per round trip of 16 messages with derived shedding, want 0", a)
+		}
+		time.Sleep(10 * time.Millisecond) // counts are published at the end of the loop's turn
+		r := e.Stats().Rejects - before
+		if r == 0 {
+			break
+		}
+		if attempt == 3 {
+			t.Errorf("%d rejects of an echo well within capacity, in each of %d attempts", r, attempt)
+			break
+		}
+		t.Logf("attempt %d: %d rejects (a starved loop is overloaded in earnest); again", attempt, r)
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
