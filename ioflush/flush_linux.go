@@ -89,7 +89,7 @@ func (f *Flusher) Flush(fd int, q *ringq.Ring[Segment], budgetBytes int) (n int,
 		}
 		iov, offered := f.gather(q, limit)
 		if offered == 0 { // only empty segments: nothing to write, just release them
-			consume(q, 0)
+			Consume(q, 0)
 			continue
 		}
 		w, errno := writevRetry(fd, iov)
@@ -102,7 +102,7 @@ func (f *Flusher) Flush(fd int, q *ringq.Ring[Segment], budgetBytes int) (n int,
 		case w < 0 || w > offered:
 			return n, Flushed, ErrInvalidWrite
 		}
-		consume(q, w)
+		Consume(q, w)
 		n += w
 		if w < offered { // send buffer full; see the doc comment
 			return n, WouldBlock, nil
@@ -117,7 +117,15 @@ func (f *Flusher) gather(q *ringq.Ring[Segment], limit int) ([]unix.Iovec, int) 
 	if f.scratch.iov == nil {
 		f.scratch.iov = make([]unix.Iovec, MaxIovecs) // once per Flusher
 	}
-	iov := f.scratch.iov
+	return Gather(q, limit, f.scratch.iov)
+}
+
+// Gather fills iov with iovecs for the head of q, at most len(iov) of them
+// and at most limit bytes in total (the last one cut to fit), and returns
+// them with their byte count; empty segments take no iovec. It is the
+// gathering half of Flush, for a caller that writes another way (an
+// io_uring sendmsg) and then calls Consume with what was written.
+func Gather(q *ringq.Ring[Segment], limit int, iov []unix.Iovec) ([]unix.Iovec, int) {
 	cnt, total := 0, 0
 	for i := 0; cnt < len(iov) && total < limit; i++ {
 		s := q.At(i)

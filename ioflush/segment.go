@@ -81,10 +81,11 @@ func Drop(q *ringq.Ring[Segment]) {
 	}
 }
 
-// consume marks written bytes of q as done: segments wholly covered by
-// written (and empty segments at the head) are released and popped, and the
-// first segment that is only partly covered has its Buf advanced.
-func consume(q *ringq.Ring[Segment], written int) {
+// Consume marks written bytes of q as done, as Flush does after a write:
+// segments wholly covered by written (and empty segments at the head) are
+// released and popped, and the first segment that is only partly covered
+// has its Buf advanced. For a caller that wrote the head of q itself.
+func Consume(q *ringq.Ring[Segment], written int) {
 	for s := q.At(0); s != nil; s = q.At(0) {
 		if len(s.Buf) > written {
 			s.Buf = s.Buf[written:]

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -44,40 +45,23 @@ func (l *loop) flushSend(c *Conn) {
 		return
 	}
 	c.flags &^= fRejOnly
-	n, bytes := 0, 0
-	budget := l.cfg.FlushBudgetBytes
-	for k := 0; k < q.segs.Len() && n < ioflush.MaxIovecs && (budget <= 0 || bytes < budget); k++ {
-		if len(q.segs.At(k).Buf) > 0 {
-			n++
-			bytes += len(q.segs.At(k).Buf)
-		}
+	limit := l.cfg.FlushBudgetBytes
+	if limit <= 0 {
+		limit = math.MaxInt
 	}
-	if n == 0 {
-		l.releaseOut(c)
-		l.finishClose(c)
-		return
-	}
-	iovs, err := l.p.sendIovecs(n)
+	iovs, err := l.p.sendIovecs(min(q.segs.Len(), ioflush.MaxIovecs))
 	if err != nil {
 		l.closeNow(c, err)
 		return
 	}
-	if budget > 0 && bytes > budget {
-		l.st[cFlushBudgetSpent]++ // the rest goes with the next send
+	iovs, bytes := ioflush.Gather(&q.segs, limit, iovs)
+	if len(iovs) == 0 {
+		l.releaseOut(c)
+		l.finishClose(c)
+		return
 	}
-	left, j := budget, 0
-	for k := 0; j < len(iovs); k++ {
-		b := q.segs.At(k).Buf
-		if len(b) == 0 {
-			continue
-		}
-		if budget > 0 && len(b) > left {
-			b = b[:left]
-		}
-		iovs[j].Base = &b[0]
-		iovs[j].SetLen(len(b))
-		left -= len(b)
-		j++
+	if bytes == limit && bytes < c.outBytes {
+		l.st[cFlushBudgetSpent]++ // the rest goes with the next send
 	}
 	l.observeOutQueue(c.outBytes)
 	if err := l.p.send(int(c.fd), iovs); err != nil {
@@ -86,9 +70,6 @@ func (l *loop) flushSend(c *Conn) {
 	}
 	c.flags |= fOutArmed
 	c.sending = int32(bytes)
-	if budget > 0 && bytes > budget {
-		c.sending = int32(budget)
-	}
 	l.st[cFlushes]++
 }
 
@@ -129,15 +110,9 @@ func (l *loop) sendDone(c *Conn, res int32) {
 		l.bp.outBytes -= n
 		c.progressAt, c.lastActive = l.now, l.now
 	}
-	for n > 0 {
-		s := q.segs.At(0)
-		if len(s.Buf) > n {
-			s.Buf = s.Buf[n:]
-			break
-		}
-		n -= len(s.Buf)
-		s.Release()
-		q.segs.Pop()
+	before := q.segs.Len()
+	ioflush.Consume(&q.segs, n)
+	for popped := before - q.segs.Len(); popped > 0; popped-- {
 		m, _ := q.msgs.Pop()
 		c.outMsgs -= int(m)
 	}
