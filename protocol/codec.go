@@ -19,6 +19,21 @@ type Codec interface {
 	AppendEncode(dst, frame []byte) []byte
 }
 
+// LoopCodec is a Codec that keeps working space for each engine loop
+// instead of sharing it (through a sync.Pool, say) between goroutines. An
+// engine that finds it calls ForLoop once per loop, at start, and decodes
+// that loop's connections with the Codec ForLoop returned, only ever on the
+// loop's goroutine; that Codec may therefore keep scratch space without
+// locks, and is not safe for concurrent use. The LoopCodec itself stays the
+// concurrency-safe value the Codec contract describes (refusals answered
+// off the loop, by a worker pool, use it). server.Conn.LoopCodec hands a
+// handler its loop's Codec, so that the handler can reach the same space.
+type LoopCodec interface {
+	Codec
+	// ForLoop returns the Codec for one loop's goroutine.
+	ForLoop() Codec
+}
+
 // maxFrame returns the effective limit for a configured MaxFrameBytes.
 func maxFrame(configured int) int {
 	if configured <= 0 {

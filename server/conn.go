@@ -119,6 +119,18 @@ func (c *Conn) Write(p []byte) error {
 	return c.writeAsync(p, nil)
 }
 
+// LoopCodec returns the codec c's loop decodes with, when called on the
+// loop (in a handler): for a protocol.LoopCodec the Codec its ForLoop
+// returned for this loop, which a handler may use only there and then;
+// otherwise Config.Codec. Off the loop it returns nil.
+func (c *Conn) LoopCodec() protocol.Codec {
+	l := c.loop
+	if !l.onLoop() {
+		return nil
+	}
+	return l.codec
+}
+
 // AvailableBuffer returns an empty buffer whose capacity is free space in
 // the out-queue, like bufio.Writer.AvailableBuffer: append a reply to it and
 // pass the result to an immediately succeeding Write, which then queues it
@@ -143,7 +155,7 @@ func (c *Conn) WriteFrame(frame []byte) error {
 	if l.onLoop() {
 		return l.writeFrame(c, frame)
 	}
-	return c.writeAsync(frame, l.codec)
+	return c.writeAsync(frame, l.cfg.Codec) // the shared codec: the loop's own is the loop's alone
 }
 
 // WriteOwned queues b as one message without copying: the engine owns b

@@ -90,11 +90,11 @@ func newLoop(e *Engine, id int) *loop {
 		id:    id,
 		cfg:   cfg,
 		h:     e.h,
-		codec: cfg.Codec,
+		codec: loopCodec(cfg.Codec),
 		lis:   listener{fd: -1},
 		bp:    backpressure{msgsHigh: max(1, cfg.OutQueueMsgs/2), msgsLow: cfg.OutQueueMsgs / 4},
 	}
-	l.rejecter, _ = cfg.Codec.(protocol.Rejecter)
+	l.rejecter, _ = l.codec.(protocol.Rejecter)
 	l.pools.init(cfg)
 	if cfg.Admission != nil {
 		l.stage = newStage(l, cfg.Admission.stageConfig())
@@ -102,6 +102,15 @@ func newLoop(e *Engine, id int) *loop {
 	l.inbox.init(cfg.InboxTasks)
 	l.awake.Store(true)
 	return l
+}
+
+// loopCodec returns the codec a new loop decodes with: a
+// protocol.LoopCodec's codec for one loop, or the configured one.
+func loopCodec(c protocol.Codec) protocol.Codec {
+	if lc, ok := c.(protocol.LoopCodec); ok {
+		return lc.ForLoop()
+	}
+	return c
 }
 
 // onLoop reports whether the caller is this loop's goroutine.

@@ -8,8 +8,9 @@ import (
 )
 
 var (
-	_ protocol.Rejecter = Codec{}
-	_ protocol.Codec    = Codec{}
+	_ protocol.Rejecter  = Codec{}
+	_ protocol.Codec     = Codec{}
+	_ protocol.LoopCodec = Codec{}
 )
 
 // Codec is the echo server's http1.ServerCodec (the strict parse, left for
@@ -39,6 +40,14 @@ func (c Codec) Server() http1.ServerCodec {
 		s.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	return s
+}
+
+// ForLoop is http1.ServerCodec.ForLoop (protocol.LoopCodec): c with
+// scratch space of its own for one engine loop, which Decode and the
+// handler's http1.Server share there instead of a pool's.
+func (c Codec) ForLoop() protocol.Codec {
+	c.ServerCodec = c.ServerCodec.ForLoop().(http1.ServerCodec)
+	return c
 }
 
 // Decode is http1.ServerCodec.Decode with c's limits.

@@ -3,6 +3,8 @@ package http1
 import (
 	"bytes"
 	"testing"
+
+	"github.com/sluicenet/sluice/protocol"
 )
 
 // Requests of the per-request server benchmark.
@@ -38,25 +40,43 @@ func (c *queueConn) Write(p []byte) error {
 
 func (c *queueConn) CloseWithError(error) error { return nil }
 
+// loopConn is a queueConn on an engine loop: it hands out the loop's codec
+// (server.Conn.LoopCodec).
+type loopConn struct {
+	queueConn
+	codec protocol.Codec
+}
+
+func (c *loopConn) LoopCodec() protocol.Codec { return c.codec }
+
 // benchServerPath is what a loop does per read of depth pipelined copies
 // of req: ServerCodec.Decode of each frame, then Server.Serve of it into
 // a connection that lends its out-queue, with route answering. It reports
 // ns/req.
-func benchServerPath(b *testing.B, req string, depth int, route Route) {
+//
+// loop runs it as on an engine loop with a protocol.LoopCodec: the loop's
+// codec (ForLoop) decodes, and the connection hands it to Serve, so both
+// use its scratch space instead of the pool's.
+func benchServerPath(b *testing.B, req string, depth int, route Route, loop bool) {
 	s := &Server{Route: route}
 	in := bytes.Repeat([]byte(req), depth)
-	c := &queueConn{q: make([]byte, 0, 64<<10)}
+	lc := &loopConn{queueConn: queueConn{q: make([]byte, 0, 64<<10)}, codec: s.Codec}
+	c := &lc.queueConn
+	var conn Conn = c
+	if loop {
+		lc.codec, conn = s.Codec.ForLoop(), lc
+	}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
 		c.q = c.q[:0]
 		data := in
 		for len(data) > 0 {
-			frame, n, err := s.Codec.Decode(data)
+			frame, n, err := lc.codec.Decode(data)
 			if err != nil || n == 0 {
 				b.Fatal(n, err)
 			}
-			if s.Serve(c, frame) {
+			if s.Serve(conn, frame) {
 				b.Fatal("closed")
 			}
 			data = data[n:]
@@ -89,7 +109,8 @@ func BenchmarkServerPath(b *testing.B) {
 		{"headers/1", benchWrkHeaders, 1},
 		{"headers/16", benchWrkHeaders, 16},
 	} {
-		b.Run(bc.name+"/append", func(b *testing.B) { benchServerPath(b, bc.req, bc.depth, appendRoute) })
-		b.Run(bc.name+"/canned", func(b *testing.B) { benchServerPath(b, bc.req, bc.depth, cannedRoute) })
+		b.Run(bc.name+"/append", func(b *testing.B) { benchServerPath(b, bc.req, bc.depth, appendRoute, false) })
+		b.Run(bc.name+"/canned", func(b *testing.B) { benchServerPath(b, bc.req, bc.depth, cannedRoute, false) })
+		b.Run(bc.name+"/canned-loop", func(b *testing.B) { benchServerPath(b, bc.req, bc.depth, cannedRoute, true) })
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/sluicenet/sluice/protocol"
 )
 
 // Scratch space sizes.
@@ -39,7 +41,9 @@ const (
 // goroutine per locked thread) means in practice one per loop, reused
 // without contention: the Decode of a frame and the Serve that follows it
 // on the loop get the same scratch unless the goroutine changed P in
-// between.
+// between. A ServerCodec from ForLoop keeps one for its loop instead, and
+// Serve on a connection of that loop takes it (scratchFor), with no pool
+// round trip on either side.
 type scratch struct {
 	req   Request
 	out   []byte
@@ -61,9 +65,50 @@ type parsed struct {
 	head  []byte  // a copy of the frame's head, the bytes the parse read
 }
 
-var scratchPool = sync.Pool{New: func() any {
+var scratchPool = sync.Pool{New: func() any { return newScratch() }}
+
+func newScratch() *scratch {
 	return &scratch{out: make([]byte, 0, initOutBytes), parsed: parsed{head: make([]byte, 0, initHeadBytes)}}
-}}
+}
+
+// loopCodecConn is a connection that hands out its loop's codec
+// (server.Conn.LoopCodec).
+type loopCodecConn interface {
+	LoopCodec() protocol.Codec
+}
+
+// scratchOwner is a codec with scratch space of its own (a ServerCodec
+// from ForLoop, or a type that embeds one).
+type scratchOwner interface {
+	loopScratch() *scratch
+}
+
+// scratchFor returns the scratch space for serving on c: its loop's codec's
+// own when c is on its loop with a codec ForLoop returned (owned), else one
+// from the pool, which the caller puts back.
+func scratchFor(c Conn) (sc *scratch, owned bool) {
+	if lc, ok := c.(loopCodecConn); ok {
+		if so, ok := lc.LoopCodec().(scratchOwner); ok {
+			if sc := so.loopScratch(); sc != nil {
+				return sc, true
+			}
+		}
+	}
+	return getScratch(), false
+}
+
+// release puts back a scratch space scratchFor took from the pool, and
+// resets an owned one's response buffer as putScratch would.
+func release(sc *scratch, owned bool) {
+	if !owned {
+		putScratch(sc)
+		return
+	}
+	if cap(sc.out) > keepOutBytes {
+		sc.out = make([]byte, 0, initOutBytes)
+	}
+	sc.out = sc.out[:0]
+}
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 

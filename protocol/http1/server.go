@@ -93,7 +93,7 @@ type Server struct {
 // closes c with the error as cause (c.CloseWithError) and reports false:
 // nothing more is to be done.
 func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
-	sc := getScratch()
+	sc, owned := scratchFor(c)
 	now := sc.clock(frame, s.Codec.Clock)
 	dst, inPlace := sc.out[:0], false
 	if ab, ok := c.(availableBufferer); ok {
@@ -106,7 +106,7 @@ func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
 		sc.out = out
 	}
 	err := c.Write(out)
-	putScratch(sc)
+	release(sc, owned)
 	switch {
 	case err != nil:
 		_ = c.CloseWithError(err)

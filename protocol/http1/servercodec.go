@@ -7,8 +7,9 @@ import (
 )
 
 var (
-	_ protocol.Rejecter = ServerCodec{}
-	_ protocol.Codec    = ServerCodec{}
+	_ protocol.Rejecter  = ServerCodec{}
+	_ protocol.Codec     = ServerCodec{}
+	_ protocol.LoopCodec = ServerCodec{}
 )
 
 // ServerCodec is Codec for a server engine, paired with Server, with three
@@ -24,7 +25,10 @@ var (
 // for byte equal to the one parsed, and with equal Codec fields; otherwise
 // (a frame served on another goroutine or changed since, a head over
 // 16 KiB, other limits) Server parses the frame itself. Either way Server
-// answers from the strict parse of the frame it is given.
+// answers from the strict parse of the frame it is given. On an engine
+// loop the pool is not needed: the engine decodes with the codec ForLoop
+// returned for that loop (protocol.LoopCodec), which keeps the space for
+// itself, and Serve finds it through the connection (server.Conn.LoopCodec).
 //
 // Decode passes a framing error through as a frame holding all the
 // buffered input instead of failing (which would make the engine close the
@@ -46,7 +50,27 @@ type ServerCodec struct {
 	// Clock is the wall clock of the Date field, read once per read batch
 	// (see Server); nil means time.Now. It must be safe for concurrent use.
 	Clock func() time.Time
+
+	// loop is the scratch space of the codec ForLoop returned: one loop's
+	// alone, so Decode and Server use it without the pool. nil: pooled.
+	loop *scratch
 }
+
+// ForLoop returns c with scratch space of its own for one engine loop
+// (protocol.LoopCodec): the engine decodes that loop's connections with
+// it, and Server.Serve, called on the loop with a connection that hands
+// out its loop's codec (server.Conn.LoopCodec), takes the parse from that
+// space instead of from the pool, which spares both of them a pool
+// round trip per request. The codec returned must be used by one
+// goroutine only.
+func (c ServerCodec) ForLoop() protocol.Codec {
+	c.loop = newScratch()
+	return c
+}
+
+// loopScratch returns the scratch space of a codec ForLoop returned, or
+// nil.
+func (c ServerCodec) loopScratch() *scratch { return c.loop }
 
 // Decode returns the first request in buf (see the type's documentation):
 // n == 0 && err == nil means more input is needed; a framing error yields
@@ -57,7 +81,10 @@ func (c ServerCodec) Decode(buf []byte) (frame []byte, n int, err error) {
 	if lim, err := c.limits(); err != nil {
 		n = len(buf) // passed through: Server reports the error
 	} else {
-		sc := getScratch()
+		sc := c.loop
+		if sc == nil {
+			sc = getScratch()
+		}
 		n, err = parseInto(buf, &lim, &sc.req)
 		switch {
 		case err != nil:
@@ -69,7 +96,9 @@ func (c ServerCodec) Decode(buf []byte) (frame []byte, n int, err error) {
 		default:
 			sc.forget()
 		}
-		putScratch(sc)
+		if c.loop == nil {
+			putScratch(sc)
+		}
 	}
 	if n == 0 {
 		return nil, 0, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // fuzzServerCodec maps a fuzzed selector to a ServerCodec: 0 is the
@@ -269,17 +270,66 @@ func TestDecodeServeZeroAllocs(t *testing.T) {
 	s := &Server{Route: func(dst []byte, req *Request, date []byte) []byte {
 		return req.AppendResponse(dst, 200, "text/plain", body, date)
 	}}
-	c := &queueConn{q: make([]byte, 0, 1<<20)}
-	in := []byte(wrkRequest + wrkRequest + postABC)
-	a := testing.AllocsPerRun(1000, func() {
-		c.q = c.q[:0]
-		for data := in; len(data) > 0; {
-			frame, n, _ := s.Codec.Decode(data)
-			s.Serve(c, frame)
-			data = data[n:]
+	for _, loop := range []bool{false, true} {
+		c := &loopConn{queueConn: queueConn{q: make([]byte, 0, 1<<20)}, codec: s.Codec}
+		var conn Conn = &c.queueConn
+		if loop { // on an engine loop with the codec's own scratch space
+			c.codec, conn = s.Codec.ForLoop(), c
 		}
-	})
-	if a != 0 {
-		t.Errorf("%.1f allocations per read, want 0", a)
+		in := []byte(wrkRequest + wrkRequest + postABC)
+		a := testing.AllocsPerRun(1000, func() {
+			c.q = c.q[:0]
+			for data := in; len(data) > 0; {
+				frame, n, _ := c.codec.Decode(data)
+				s.Serve(conn, frame)
+				data = data[n:]
+			}
+		})
+		if a != 0 {
+			t.Errorf("loop codec %v: %.1f allocations per read, want 0", loop, a)
+		}
+	}
+}
+
+// TestServerTakesLoopParse: a codec from ForLoop parses into its own
+// scratch space, not the pool's, and Serve on a connection that hands out
+// that codec takes the parse from there, once, and answers exactly as
+// Serve on a connection without it (which parses the frame itself).
+func TestServerTakesLoopParse(t *testing.T) {
+	s := &Server{Codec: ServerCodec{Clock: fixedClock}, Route: func(dst []byte, req *Request, date []byte) []byte {
+		return req.AppendResponse(dst, 200, "text/plain", req.Path, date)
+	}}
+	lc := s.Codec.ForLoop()
+	own := lc.(ServerCodec).loop
+	if own == nil || s.Codec.loop != nil {
+		t.Fatal("ForLoop did not give the codec scratch space of its own, or changed the original")
+	}
+	buf := []byte(wrkRequest + "GET /bye HTTP/1.1\r\nHost: h\r\n\r\n")
+	var want [][]byte
+	plain := &queueConn{}
+	for data := buf; len(data) > 0; {
+		frame, n, _ := s.Codec.Decode(data)
+		plain.q = plain.q[:0]
+		s.Serve(plain, frame)
+		want = append(want, bytes.Clone(plain.q))
+		data = data[n:]
+	}
+	c := &loopConn{codec: lc}
+	for i, data := 0, buf; len(data) > 0; i++ {
+		frame, n, _ := lc.Decode(data)
+		if p := &own.parsed; p.start != uintptr(unsafe.Pointer(&frame[0])) || p.n != len(frame) {
+			t.Fatalf("frame %d: the loop codec left no parse in its own space", i)
+		}
+		c.q = c.q[:0]
+		if closeAfter := s.Serve(c, frame); closeAfter {
+			t.Fatalf("frame %d: close after a keep-alive request", i)
+		}
+		if own.parsed.start != 0 {
+			t.Fatalf("frame %d: Serve did not take the loop codec's parse", i)
+		}
+		if !bytes.Equal(c.q, want[i]) {
+			t.Errorf("frame %d: %q, want %q", i, c.q, want[i])
+		}
+		data = data[n:]
 	}
 }
