@@ -31,6 +31,9 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	if c.flags&fPaused != 0 {
 		l.bp.nPaused--
 	}
+	if c.flags&fPoolBacklog != 0 {
+		l.e.pool.unblock(c)
+	}
 	c.flags |= fClosed
 	if c.closing == nil {
 		c.closing = cause

@@ -28,6 +28,7 @@ const (
 	fRejOnly                        // the out-queue holds only refusals the admission stage may hold back
 	fRecvEOF                        // recv mode: the recv reported end of file, seen once held input is used
 	fPoolWait                       // ordered pool: a frame is in the pool; the next waits until it is done
+	fPoolBacklog                    // ordered pool: input waits in c.in behind the frame in the pool (pool.backlog counts it)
 )
 
 // Connection states visible to other goroutines.

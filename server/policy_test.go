@@ -895,3 +895,97 @@ func TestPoolOrdered(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolNewestFirstExpiresOldest: while CoDel reports a standing queue,
+// the oldest frame is taken first once it has waited past CoDel's
+// threshold (twice the target), and refused (adaptive LIFO's short
+// timeout), before the newest is served.
+func TestPoolNewestFirstExpiresOldest(t *testing.T) {
+	e := &Engine{start: time.Now()}
+	e.cfg.Pool = PoolConfig{Handler: &poolHandler{}, QueueLen: 8, CoDel: &admission.CoDelConfig{Target: time.Millisecond, Interval: 10 * time.Millisecond}}
+	e.cfg.Pool = e.cfg.Pool.withDefaults()
+	p, err := newPool(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.cancel)
+	ms := int64(time.Millisecond)
+	now := e.clock()
+	p.codel.Dequeue(e.timeAt(now-60*ms), e.timeAt(now-90*ms))
+	p.codel.Dequeue(e.timeAt(now-40*ms), e.timeAt(now-70*ms))
+	if !p.codel.ServeNewestFirst() {
+		t.Fatal("CoDel not overloaded")
+	}
+	for _, tk := range []poolTask{{fd: 1, enq: now - 50*ms}, {fd: 2, enq: now}, {fd: 3, enq: now}} {
+		p.q[(p.head+p.n)%len(p.q)] = tk
+		p.n++
+	}
+	tk, v, _ := p.take()
+	if tk.fd != 1 || v.Admit || v.Reason != admission.ReasonCoDel {
+		t.Fatalf("took %d (admit %v, reason %v), want the stale oldest (1) refused for codel", tk.fd, v.Admit, v.Reason)
+	}
+	if tk, v, _ = p.take(); tk.fd != 3 || !v.Admit {
+		t.Fatalf("took %d (admit %v), want the newest (3) admitted", tk.fd, v.Admit)
+	}
+}
+
+// TestPoolOrderedSheds: the ordered pool under a standing queue (one
+// worker, 10 ms per frame, four connections offering 40 frames each at
+// once: 1.6 s of work) refuses frames for codel instead of serving them
+// all, answers every frame once and in request order, and its backlog
+// count (connections holding input behind a frame in the pool) returns to
+// zero once they are done.
+func TestPoolOrderedSheds(t *testing.T) {
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
+		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1,
+			CoDel: &admission.CoDelConfig{Target: 2 * time.Millisecond, Interval: 20 * time.Millisecond}}}, newTestHandler())
+	const conns, n = 4, 40
+	var wg sync.WaitGroup
+	var served, shed atomic.Int64
+	t0 := time.Now()
+	for k := 0; k < conns; k++ {
+		c := dial(t, e)
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		var req bytes.Buffer
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&req, "1-%d\n", i)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Write(req.Bytes())
+			r := bufio.NewReader(c)
+			last := -1
+			for i := 0; i < n; i++ {
+				s, err := r.ReadString('\n')
+				if err != nil {
+					t.Errorf("answer %d: %v", i, err)
+					return
+				}
+				s = strings.TrimSpace(s)
+				if reason, _, ok := protocol.ParseRejectText([]byte(s)); ok {
+					if reason != "codel" {
+						t.Errorf("reason %q", reason)
+					}
+					shed.Add(1)
+					continue
+				}
+				var j int
+				if _, err := fmt.Sscanf(s, "1-%d", &j); err != nil || j <= last {
+					t.Errorf("answer %d: %q after frame %d: out of order or unknown", i, s, last)
+				}
+				last = j
+				served.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("served %d, shed %d in %v", served.Load(), shed.Load(), time.Since(t0))
+	if served.Load() == 0 || shed.Load() == 0 || served.Load()+shed.Load() != conns*n {
+		t.Errorf("served %d, shed %d of %d: want both, every frame answered once", served.Load(), shed.Load(), conns*n)
+	}
+	if served.Load() >= conns*n/2 { // 1.6 s of work against a 2 ms target: most frames wait far past it
+		t.Errorf("served %d of %d: the standing queue was not shed", served.Load(), conns*n)
+	}
+	waitUntil(t, 5*time.Second, "pool backlog back to zero", func() bool { return e.pool.backlog.Load() == 0 })
+}

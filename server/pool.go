@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
@@ -83,6 +84,10 @@ type pool struct {
 	cfg PoolConfig
 	rj  protocol.Rejecter // the codec's; nil: a refusal closes the connection
 
+	// backlog counts the connections (ordered pool) whose input waits in
+	// c.in behind their frame in the pool (fPoolBacklog).
+	backlog atomic.Int64
+
 	mu       sync.Mutex
 	cond     sync.Cond
 	q        []poolTask
@@ -146,7 +151,20 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 		t.deadline = l.now + int64(p.cfg.RequestTimeout)
 	}
 	p.mu.Lock()
+	v := admission.Admitted()
+	if p.stale(l.now - t.enq) {
+		// CoDel sees a standing queue and this frame already waited past
+		// its threshold (held in its connection's input): refused here,
+		// on the loop, rather than after a trip through the queue
+		v = p.codel.Dequeue(p.e.timeAt(l.now), p.e.timeAt(t.enq))
+	}
 	switch {
+	case !v.Admit:
+		p.st.Rejects[v.Reason]++
+		p.mu.Unlock()
+		p.abandon(&t)
+		l.answerReject(c, frame, v.Reason.String(), v.RetryAfter)
+		return
 	case p.draining || p.closed:
 		p.st.Rejects[admission.ReasonDraining]++
 		p.mu.Unlock()
@@ -180,21 +198,25 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 		if p.closed {
 			return poolTask{}, admission.Verdict{}, false
 		}
-		if p.codel != nil {
-			// (ordered, the next frames of each connection wait in its
-			// input, so an empty pool queue is not an empty queue; going by
-			// sojourn alone was tried and shed, but refusing one frame per
-			// connection per pool round trip cut goodput to 25% at 3.4x:
-			// see docs/OVERLOAD.md)
+		if p.codel != nil && p.backlog.Load() == 0 {
+			// an empty queue, unless (ordered) connections hold input
+			// behind their frames in the pool: their queue is not empty
 			p.codel.Empty(p.e.timeAt(p.e.clock()))
 		}
 		p.cond.Wait()
 	}
-	var i int
-	if p.codel != nil && p.codel.ServeNewestFirst() {
+	now := p.e.clock()
+	oldest := p.q[p.head].enq
+	lifo := p.codel != nil && p.codel.ServeNewestFirst() && !p.stale(now-oldest)
+	i := p.head
+	if lifo {
 		i = (p.head + p.n - 1) % len(p.q)
 	} else {
-		i = p.head
+		// first in, first out; and while serving newest first, the oldest
+		// once it has waited past CoDel's threshold, for Dequeue to refuse
+		// (adaptive LIFO's short timeout: without it the oldest frames
+		// starve behind fresher ones, and in ordered mode so do their
+		// connections)
 		p.head = (p.head + 1) % len(p.q)
 	}
 	t := p.q[i]
@@ -202,10 +224,47 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 	p.n--
 	p.running++
 	v := admission.Admitted()
-	if p.codel != nil {
-		v = p.codel.Dequeue(p.e.timeAt(p.e.clock()), p.e.timeAt(t.enq))
+	switch {
+	case lifo:
+		// CoDel judges the standing queue by its oldest frame, not by
+		// the newest it serves: a fresh frame's short sojourn would
+		// otherwise end the overload it was served under. The newest is
+		// younger than the oldest, which is not stale: it is admitted.
+		p.codel.Observe(p.e.timeAt(now), p.e.timeAt(oldest))
+	case p.codel != nil:
+		v = p.codel.Dequeue(p.e.timeAt(now), p.e.timeAt(t.enq))
 	}
 	return t, v, true
+}
+
+// overloaded reports whether the pool's CoDel sees a standing queue.
+func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded() }
+
+// refuseOlder refuses frame of c on loop l, for CoDel, without queueing it:
+// the pool is overloaded and a newer frame of c's follows it (see dispatch).
+func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim) {
+	t := poolTask{claim: claim}
+	p.abandon(&t)
+	p.mu.Lock()
+	p.st.Rejects[admission.ReasonCoDel]++
+	retry := 2 * p.codel.Target()
+	p.mu.Unlock()
+	l.answerReject(c, frame, admission.ReasonCoDel.String(), retry)
+}
+
+// unblock clears c's backlog mark (fPoolBacklog), on its loop.
+func (p *pool) unblock(c *Conn) {
+	if c.flags&fPoolBacklog != 0 {
+		c.flags &^= fPoolBacklog
+		p.backlog.Add(-1)
+	}
+}
+
+// stale reports whether a frame that has waited wait nanoseconds would be
+// refused by CoDel at dequeue (a standing queue, and wait past twice the
+// target). p.mu is held.
+func (p *pool) stale(wait int64) bool {
+	return p.codel != nil && p.codel.Overloaded() && wait > 2*int64(p.codel.Target())
 }
 
 // worker serves tasks until the pool is closed and empty.
@@ -387,6 +446,7 @@ func (l *loop) poolDone(t *task) {
 		l.requestClose(c, ErrPeerClosed)
 	}
 	if c.pending == 0 && c.flags&fPoolWait != 0 {
+		l.e.pool.unblock(c)
 		c.flags &^= fPoolWait
 		l.ready(c, fNeedRead) // its next frame, held in c.in or still in the socket
 	}

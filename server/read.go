@@ -217,6 +217,10 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			return nil, frames, nil
 		}
 		if c.flags&(fPaused|fPoolWait) != 0 {
+			if c.flags&(fPoolWait|fPoolBacklog) == fPoolWait {
+				c.flags |= fPoolBacklog
+				l.e.pool.backlog.Add(1)
+			}
 			return data, frames, nil
 		}
 		frame, n, err := l.codec.Decode(data)
@@ -245,6 +249,13 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			continue // refused and answered
 		}
 		if pl := l.e.pool; pl != nil {
+			if !l.cfg.Pool.Unordered && pl.overloaded() && l.frameFollows(data) {
+				// a standing queue, and a newer frame of c's is already
+				// here: serve that one, refuse this (adaptive LIFO within
+				// the connection, whose order the pool keeps)
+				pl.refuseOlder(l, c, frame, s.takeClaim(c))
+				continue
+			}
 			pl.submit(l, c, frame, s.takeClaim(c))
 			if c.pending > 0 && !l.cfg.Pool.Unordered {
 				c.flags |= fPoolWait // the next frame waits for this one (poolDone)
@@ -257,6 +268,15 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 		}
 	}
 	return nil, frames, nil
+}
+
+// frameFollows reports whether data begins with a complete frame.
+func (l *loop) frameFollows(data []byte) bool {
+	if len(data) == 0 {
+		return false
+	}
+	_, n, err := l.codec.Decode(data)
+	return err == nil && n > 0 && n <= len(data)
 }
 
 // act carries out a handler's Action.
