@@ -14,21 +14,21 @@ import (
 type connFlag uint16
 
 const (
-	fReady     connFlag = 1 << iota // on the ready list
-	fDirty                          // on the dirty (flush) list
-	fNeedRead                       // ready list: read again (budget spent, or resumed)
-	fNeedFlush                      // ready list: flush again (flush budget spent)
-	fOutArmed                       // EPOLLOUT is in the interest set
-	fPaused                         // reading paused by backpressure
-	fPartial                        // in ends with an incomplete frame
-	fEOF                            // read returned end of file
-	fRdHup                          // the peer shut down writing: read on to end of file
-	fClosed                         // closed: the fd is gone
-	fHeld                           // frames held back by MaxFramesPerTurn (ready list)
-	fRejOnly                        // the out-queue holds only refusals the admission stage may hold back
-	fRecvEOF                        // recv mode: the recv reported end of file, seen once held input is used
-	fPoolWait                       // ordered pool: a frame is in the pool; the next waits until it is done
-	fPoolBacklog                    // ordered pool: input waits in c.in behind the frame in the pool (pool.backlog counts it)
+	fReady       connFlag = 1 << iota // on the ready list
+	fDirty                            // on the dirty (flush) list
+	fNeedRead                         // ready list: read again (budget spent, or resumed)
+	fNeedFlush                        // ready list: flush again (flush budget spent)
+	fOutArmed                         // EPOLLOUT is in the interest set
+	fPaused                           // reading paused by backpressure
+	fPartial                          // in ends with an incomplete frame
+	fEOF                              // read returned end of file
+	fRdHup                            // the peer shut down writing: read on to end of file
+	fClosed                           // closed: the fd is gone
+	fHeld                             // frames held back by MaxFramesPerTurn (ready list)
+	fRejOnly                          // the out-queue holds only refusals the admission stage may hold back
+	fRecvEOF                          // recv mode: the recv reported end of file, seen once held input is used
+	fPoolWait                         // ordered pool: a frame is in the pool; the next waits until it is done
+	fPoolBacklog                      // ordered pool: input waits in c.in behind the frame in the pool (pool.backlog counts it)
 )
 
 // Connection states visible to other goroutines.
