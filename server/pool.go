@@ -153,10 +153,10 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	p.mu.Lock()
 	v := admission.Admitted()
 	if p.stale(l.now - t.enq) {
-		// CoDel sees a standing queue and this frame already waited past
-		// its threshold (held in its connection's input): refused here,
-		// on the loop, rather than after a trip through the queue
-		v = p.codel.Dequeue(p.e.timeAt(l.now), p.e.timeAt(t.enq))
+		// this frame already waited past what the pool would serve (held
+		// in its connection's input): refused here, on the loop, rather
+		// than after a trip through the queue
+		v = p.judge(l.now, t.enq)
 	}
 	switch {
 	case !v.Admit:
@@ -232,9 +232,32 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 		// younger than the oldest, which is not stale: it is admitted.
 		p.codel.Observe(p.e.timeAt(now), p.e.timeAt(oldest))
 	case p.codel != nil:
-		v = p.codel.Dequeue(p.e.timeAt(now), p.e.timeAt(t.enq))
+		v = p.judge(now, t.enq)
 	}
 	return t, v, true
+}
+
+// judge is the pool's verdict on a frame enqueued at enq and leaving the
+// queue at now: CoDel's (Dequeue), and with a derived target the long cap
+// whatever CoDel says, as the loop's derived law has it: a frame that
+// waited more than autoLongCapFactor times CoDel's threshold is refused
+// with reason queue, so latency has a bound while CoDel's interval has yet
+// to judge a new standing queue. p.mu is held.
+func (p *pool) judge(now, enq int64) admission.Verdict {
+	v := p.codel.Dequeue(p.e.timeAt(now), p.e.timeAt(enq))
+	if capLong := p.capLong(); v.Admit && capLong > 0 && now-enq > capLong {
+		return admission.Reject(admission.ReasonQueue, time.Duration(capLong))
+	}
+	return v
+}
+
+// capLong returns the long cap (0: none; only with a derived target).
+// p.mu is held.
+func (p *pool) capLong() int64 {
+	if !p.auto {
+		return 0
+	}
+	return autoLongCapFactor * 2 * int64(p.codel.Target())
 }
 
 // overloaded reports whether the pool's CoDel sees a standing queue.
@@ -261,10 +284,16 @@ func (p *pool) unblock(c *Conn) {
 }
 
 // stale reports whether a frame that has waited wait nanoseconds would be
-// refused by CoDel at dequeue (a standing queue, and wait past twice the
-// target). p.mu is held.
+// refused at dequeue (judge): past the long cap, or a standing queue and
+// wait past twice CoDel's target. p.mu is held.
 func (p *pool) stale(wait int64) bool {
-	return p.codel != nil && p.codel.Overloaded() && wait > 2*int64(p.codel.Target())
+	if p.codel == nil {
+		return false
+	}
+	if c := p.capLong(); c > 0 && wait > c {
+		return true
+	}
+	return p.codel.Overloaded() && wait > 2*int64(p.codel.Target())
 }
 
 // worker serves tasks until the pool is closed and empty.
