@@ -989,3 +989,45 @@ func TestPoolOrderedSheds(t *testing.T) {
 	}
 	waitUntil(t, 5*time.Second, "pool backlog back to zero", func() bool { return e.pool.backlog.Load() == 0 })
 }
+
+// TestPoolLongCap: with a derived CoDel target the pool refuses a frame
+// that waited past the long cap (8 × CoDel's threshold) with reason
+// queue, though CoDel has not judged the queue overloaded, and admits a
+// fresh one; with a fixed target it has no long cap.
+func TestPoolLongCap(t *testing.T) {
+	for _, derived := range []bool{true, false} {
+		e := &Engine{start: time.Now()}
+		cd := &admission.CoDelConfig{Interval: 100 * time.Millisecond}
+		if !derived {
+			cd.Target = 750 * time.Microsecond // what the derived one starts at
+		}
+		e.cfg.Pool = PoolConfig{Handler: &poolHandler{}, QueueLen: 8, CoDel: cd}
+		e.cfg.Pool = e.cfg.Pool.withDefaults()
+		p, err := newPool(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.cancel)
+		ms := int64(time.Millisecond)
+		now := e.clock()
+		for _, tk := range []poolTask{{fd: 1, enq: now - 50*ms}, {fd: 2, enq: now}} {
+			p.q[(p.head+p.n)%len(p.q)] = tk
+			p.n++
+		}
+		tk, v, _ := p.take()
+		if p.codel.Overloaded() {
+			t.Fatal("CoDel judged one sojourn overloaded")
+		}
+		switch {
+		case tk.fd != 1:
+			t.Fatalf("derived %v: took %d, want the oldest (1)", derived, tk.fd)
+		case derived && (v.Admit || v.Reason != admission.ReasonQueue):
+			t.Errorf("derived: 50 ms in the queue against a long cap of %v: admit %v, reason %v; want refused for queue", time.Duration(p.capLong()), v.Admit, v.Reason)
+		case !derived && !v.Admit:
+			t.Errorf("fixed target: refused (%v) without a standing queue", v.Reason)
+		}
+		if tk, v, _ = p.take(); tk.fd != 2 || !v.Admit {
+			t.Errorf("derived %v: took %d (admit %v), want the fresh frame (2) admitted", derived, tk.fd, v.Admit)
+		}
+	}
+}
