@@ -237,65 +237,6 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 	return t, v, true
 }
 
-// judge is the pool's verdict on a frame enqueued at enq and leaving the
-// queue at now: CoDel's (Dequeue), and with a derived target the long cap
-// whatever CoDel says, as the loop's derived law has it: a frame that
-// waited more than autoLongCapFactor times CoDel's threshold is refused
-// with reason queue, so latency has a bound while CoDel's interval has yet
-// to judge a new standing queue. p.mu is held.
-func (p *pool) judge(now, enq int64) admission.Verdict {
-	v := p.codel.Dequeue(p.e.timeAt(now), p.e.timeAt(enq))
-	if capLong := p.capLong(); v.Admit && capLong > 0 && now-enq > capLong {
-		return admission.Reject(admission.ReasonQueue, time.Duration(capLong))
-	}
-	return v
-}
-
-// capLong returns the long cap (0: none; only with a derived target).
-// p.mu is held.
-func (p *pool) capLong() int64 {
-	if !p.auto {
-		return 0
-	}
-	return autoLongCapFactor * 2 * int64(p.codel.Target())
-}
-
-// overloaded reports whether the pool's CoDel sees a standing queue.
-func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded() }
-
-// refuseOlder refuses frame of c on loop l, for CoDel, without queueing it:
-// the pool is overloaded and a newer frame of c's follows it (see dispatch).
-func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim) {
-	t := poolTask{claim: claim}
-	p.abandon(&t)
-	p.mu.Lock()
-	p.st.Rejects[admission.ReasonCoDel]++
-	retry := 2 * p.codel.Target()
-	p.mu.Unlock()
-	l.answerReject(c, frame, admission.ReasonCoDel.String(), retry)
-}
-
-// unblock clears c's backlog mark (fPoolBacklog), on its loop.
-func (p *pool) unblock(c *Conn) {
-	if c.flags&fPoolBacklog != 0 {
-		c.flags &^= fPoolBacklog
-		p.backlog.Add(-1)
-	}
-}
-
-// stale reports whether a frame that has waited wait nanoseconds would be
-// refused at dequeue (judge): past the long cap, or a standing queue and
-// wait past twice CoDel's target. p.mu is held.
-func (p *pool) stale(wait int64) bool {
-	if p.codel == nil {
-		return false
-	}
-	if c := p.capLong(); c > 0 && wait > c {
-		return true
-	}
-	return p.codel.Overloaded() && wait > 2*int64(p.codel.Target())
-}
-
 // worker serves tasks until the pool is closed and empty.
 func (p *pool) worker() {
 	defer p.wg.Done()
@@ -435,24 +376,6 @@ func (p *pool) stop() {
 }
 
 // stats returns a snapshot.
-// deriveLocked sets the pool CoDel's target from the average service time
-// S, as the loop derives its caps: C = 2·S in [1.5 ms, 1 s], target C/2, so
-// while the queue is overloaded a frame that waited more than C is shed.
-func (p *pool) deriveLocked() {
-	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoMinCapNanos), autoMaxCapNanos) / 2))
-}
-
-// derived returns the pool's derived cap and service time (zero unless
-// CoDel's target is derived).
-func (p *pool) derived() (capNanos, svcNanos time.Duration) {
-	if !p.auto {
-		return 0, 0
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return 2 * p.codel.Target(), time.Duration(p.svcNanos)
-}
-
 func (p *pool) stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"time"
+
+	"github.com/sluicenet/sluice/admission"
+)
+
+// The worker pool's shedding: its CoDel's derived target, the long cap,
+// and what it refuses without serving (a frame past the threshold or the
+// long cap, the oldest first under adaptive LIFO, and in ordered mode a
+// connection's older frame when a newer one follows), with the count of
+// connections whose input waits behind their frame in the pool, which
+// decides when the pool's queue is empty.
+
+// deriveLocked sets the pool CoDel's target from the average service time
+// S, as the loop derives its caps: C = 2·S in [1.5 ms, 1 s], target C/2, so
+// while the queue is overloaded a frame that waited more than C is shed.
+func (p *pool) deriveLocked() {
+	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoMinCapNanos), autoMaxCapNanos) / 2))
+}
+
+// derived returns the pool's derived cap and service time (zero unless
+// CoDel's target is derived).
+func (p *pool) derived() (capNanos, svcNanos time.Duration) {
+	if !p.auto {
+		return 0, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return 2 * p.codel.Target(), time.Duration(p.svcNanos)
+}
+
+// judge is the pool's verdict on a frame enqueued at enq and leaving the
+// queue at now: CoDel's (Dequeue), and with a derived target the long cap
+// whatever CoDel says, as the loop's derived law has it: a frame that
+// waited more than autoLongCapFactor times CoDel's threshold is refused
+// with reason queue, so latency has a bound while CoDel's interval has yet
+// to judge a new standing queue. p.mu is held.
+func (p *pool) judge(now, enq int64) admission.Verdict {
+	v := p.codel.Dequeue(p.e.timeAt(now), p.e.timeAt(enq))
+	if capLong := p.capLong(); v.Admit && capLong > 0 && now-enq > capLong {
+		return admission.Reject(admission.ReasonQueue, time.Duration(capLong))
+	}
+	return v
+}
+
+// capLong returns the long cap (0: none; only with a derived target).
+// p.mu is held.
+func (p *pool) capLong() int64 {
+	if !p.auto {
+		return 0
+	}
+	return autoLongCapFactor * 2 * int64(p.codel.Target())
+}
+
+// overloaded reports whether the pool's CoDel sees a standing queue.
+func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded() }
+
+// refuseOlder refuses frame of c on loop l, for CoDel, without queueing it:
+// the pool is overloaded and a newer frame of c's follows it (see dispatch).
+func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim) {
+	t := poolTask{claim: claim}
+	p.abandon(&t)
+	p.mu.Lock()
+	p.st.Rejects[admission.ReasonCoDel]++
+	retry := 2 * p.codel.Target()
+	p.mu.Unlock()
+	l.answerReject(c, frame, admission.ReasonCoDel.String(), retry)
+}
+
+// unblock clears c's backlog mark (fPoolBacklog), on its loop.
+func (p *pool) unblock(c *Conn) {
+	if c.flags&fPoolBacklog != 0 {
+		c.flags &^= fPoolBacklog
+		p.backlog.Add(-1)
+	}
+}
+
+// stale reports whether a frame that has waited wait nanoseconds would be
+// refused at dequeue (judge): past the long cap, or a standing queue and
+// wait past twice CoDel's target. p.mu is held.
+func (p *pool) stale(wait int64) bool {
+	if p.codel == nil {
+		return false
+	}
+	if c := p.capLong(); c > 0 && wait > c {
+		return true
+	}
+	return p.codel.Overloaded() && wait > 2*int64(p.codel.Target())
+}
