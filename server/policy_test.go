@@ -604,43 +604,56 @@ func poolBurst(t *testing.T, c net.Conn) (served, shed int) {
 	return served, shed
 }
 
+// barePool returns a pool with CoDel cd and no workers, for take to be
+// called directly, and its engine's clock reading.
+func barePool(t *testing.T, cd *admission.CoDelConfig) (*pool, int64) {
+	t.Helper()
+	e := &Engine{start: time.Now()}
+	e.cfg.Pool = PoolConfig{Handler: &poolHandler{}, QueueLen: 8, CoDel: cd}
+	e.cfg.Pool = e.cfg.Pool.withDefaults()
+	p, err := newPool(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.cancel)
+	return p, e.clock()
+}
+
+// queueTasks appends tasks to p's queue as submit would.
+func queueTasks(p *pool, tasks ...poolTask) {
+	for _, tk := range tasks {
+		p.q[(p.head+p.n)%len(p.q)] = tk
+		p.n++
+	}
+}
+
+// overloadCoDel has p's CoDel see an interval whose minimum sojourn
+// (30 ms) is above its target, ending before now.
+func overloadCoDel(t *testing.T, p *pool, now int64) {
+	t.Helper()
+	ms := int64(time.Millisecond)
+	p.codel.Dequeue(p.e.timeAt(now-60*ms), p.e.timeAt(now-90*ms))
+	p.codel.Dequeue(p.e.timeAt(now-40*ms), p.e.timeAt(now-70*ms))
+	if !p.codel.ServeNewestFirst() {
+		t.Fatal("CoDel not overloaded")
+	}
+}
+
 // TestPoolNewestFirst: while CoDel reports a standing queue, a worker takes
 // the newest frame; otherwise the oldest.
 func TestPoolNewestFirst(t *testing.T) {
-	e := &Engine{start: time.Now()}
-	e.cfg.Pool = PoolConfig{Handler: &poolHandler{}, QueueLen: 8, CoDel: &admission.CoDelConfig{Target: time.Millisecond, Interval: 10 * time.Millisecond}}
-	e.cfg.Pool = e.cfg.Pool.withDefaults()
-	newP := func() *pool {
-		p, err := newPool(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.cancel)
-		return p
-	}
-	push := func(p *pool, id int32) {
-		p.q[(p.head+p.n)%len(p.q)] = poolTask{fd: id, enq: e.clock()}
-		p.n++
-	}
-	p := newP()
-	push(p, 1)
-	push(p, 2)
+	cd := &admission.CoDelConfig{Target: time.Millisecond, Interval: 10 * time.Millisecond}
+	p, now := barePool(t, cd)
+	queueTasks(p, poolTask{fd: 1, enq: now}, poolTask{fd: 2, enq: now})
 	if tk, _, _ := p.take(); tk.fd != 1 {
 		t.Fatalf("not overloaded: took %d, want the oldest (1)", tk.fd)
 	}
 	// a fresh pool whose CoDel saw an interval with a minimum sojourn (30 ms)
 	// above the target
-	p = newP()
-	ms := int64(time.Millisecond)
-	now := e.clock()
-	p.codel.Dequeue(e.timeAt(now-60*ms), e.timeAt(now-90*ms))
-	p.codel.Dequeue(e.timeAt(now-40*ms), e.timeAt(now-70*ms))
-	if !p.codel.ServeNewestFirst() {
-		t.Fatal("CoDel not overloaded")
-	}
-	push(p, 1)
-	push(p, 2)
-	push(p, 3)
+	p, now = barePool(t, cd)
+	overloadCoDel(t, p, now)
+	now = p.e.clock()
+	queueTasks(p, poolTask{fd: 1, enq: now}, poolTask{fd: 2, enq: now}, poolTask{fd: 3, enq: now})
 	for _, want := range []int32{3, 2, 1} {
 		if tk, _, _ := p.take(); tk.fd != want {
 			t.Fatalf("overloaded: took %d, want the newest (%d)", tk.fd, want)
@@ -901,25 +914,10 @@ func TestPoolOrdered(t *testing.T) {
 // threshold (twice the target), and refused (adaptive LIFO's short
 // timeout), before the newest is served.
 func TestPoolNewestFirstExpiresOldest(t *testing.T) {
-	e := &Engine{start: time.Now()}
-	e.cfg.Pool = PoolConfig{Handler: &poolHandler{}, QueueLen: 8, CoDel: &admission.CoDelConfig{Target: time.Millisecond, Interval: 10 * time.Millisecond}}
-	e.cfg.Pool = e.cfg.Pool.withDefaults()
-	p, err := newPool(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.cancel)
+	p, now := barePool(t, &admission.CoDelConfig{Target: time.Millisecond, Interval: 10 * time.Millisecond})
+	overloadCoDel(t, p, now)
 	ms := int64(time.Millisecond)
-	now := e.clock()
-	p.codel.Dequeue(e.timeAt(now-60*ms), e.timeAt(now-90*ms))
-	p.codel.Dequeue(e.timeAt(now-40*ms), e.timeAt(now-70*ms))
-	if !p.codel.ServeNewestFirst() {
-		t.Fatal("CoDel not overloaded")
-	}
-	for _, tk := range []poolTask{{fd: 1, enq: now - 50*ms}, {fd: 2, enq: now}, {fd: 3, enq: now}} {
-		p.q[(p.head+p.n)%len(p.q)] = tk
-		p.n++
-	}
+	queueTasks(p, poolTask{fd: 1, enq: now - 50*ms}, poolTask{fd: 2, enq: now}, poolTask{fd: 3, enq: now})
 	tk, v, _ := p.take()
 	if tk.fd != 1 || v.Admit || v.Reason != admission.ReasonCoDel {
 		t.Fatalf("took %d (admit %v, reason %v), want the stale oldest (1) refused for codel", tk.fd, v.Admit, v.Reason)
@@ -996,24 +994,13 @@ func TestPoolOrderedSheds(t *testing.T) {
 // fresh one; with a fixed target it has no long cap.
 func TestPoolLongCap(t *testing.T) {
 	for _, derived := range []bool{true, false} {
-		e := &Engine{start: time.Now()}
 		cd := &admission.CoDelConfig{Interval: 100 * time.Millisecond}
 		if !derived {
 			cd.Target = 750 * time.Microsecond // what the derived one starts at
 		}
-		e.cfg.Pool = PoolConfig{Handler: &poolHandler{}, QueueLen: 8, CoDel: cd}
-		e.cfg.Pool = e.cfg.Pool.withDefaults()
-		p, err := newPool(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.cancel)
+		p, now := barePool(t, cd)
 		ms := int64(time.Millisecond)
-		now := e.clock()
-		for _, tk := range []poolTask{{fd: 1, enq: now - 50*ms}, {fd: 2, enq: now}} {
-			p.q[(p.head+p.n)%len(p.q)] = tk
-			p.n++
-		}
+		queueTasks(p, poolTask{fd: 1, enq: now - 50*ms}, poolTask{fd: 2, enq: now})
 		tk, v, _ := p.take()
 		if p.codel.Overloaded() {
 			t.Fatal("CoDel judged one sojourn overloaded")

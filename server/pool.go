@@ -213,7 +213,7 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 		i = (p.head + p.n - 1) % len(p.q)
 	} else {
 		// first in, first out; and while serving newest first, the oldest
-		// once it has waited past CoDel's threshold, for Dequeue to refuse
+		// once it has waited past the threshold or the long cap, for judge to refuse
 		// (adaptive LIFO's short timeout: without it the oldest frames
 		// starve behind fresher ones, and in ordered mode so do their
 		// connections)

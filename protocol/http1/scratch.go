@@ -98,26 +98,29 @@ func scratchFor(c Conn) (sc *scratch, owned bool) {
 }
 
 // release puts back a scratch space scratchFor took from the pool, and
-// resets an owned one's response buffer as putScratch would.
+// resets an owned one's response buffer.
 func release(sc *scratch, owned bool) {
-	if !owned {
-		putScratch(sc)
+	if owned {
+		sc.resetOut()
 		return
 	}
-	if cap(sc.out) > keepOutBytes {
-		sc.out = make([]byte, 0, initOutBytes)
-	}
-	sc.out = sc.out[:0]
+	putScratch(sc)
 }
 
 func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 func putScratch(s *scratch) {
+	s.resetOut()
+	scratchPool.Put(s)
+}
+
+// resetOut empties the response buffer for the next request, dropping one
+// that grew past keepOutBytes.
+func (s *scratch) resetOut() {
 	if cap(s.out) > keepOutBytes {
 		s.out = make([]byte, 0, initOutBytes)
 	}
 	s.out = s.out[:0]
-	scratchPool.Put(s)
 }
 
 // clock returns the time for frame's response, reading clock (nil:
