@@ -37,8 +37,9 @@ lint: fmt vet crossbuild staticcheck
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+## unit: every package's tests under the race detector (TestExamples, which builds and runs the example programs, runs once, in examples).
 unit:
-	$(GO) test -race -count=1 -timeout 10m $(PKGS)
+	$(GO) test -race -count=1 -timeout 10m -skip '^TestExamples$$' $(PKGS)
 
 ## unit-uring: the engine's suite once more with every engine on the io_uring backend (where the kernel refuses io_uring the engines fall back to epoll and this repeats unit's run).
 unit-uring:
