@@ -115,6 +115,14 @@ func (c *CoDel) observe(t, s int64) {
 		c.started, c.intervalEnd, c.minSojourn = true, t+c.interval, s
 		return
 	}
+	if t < c.intervalEnd-c.interval {
+		// the clock went back past the interval's start (a clock that is
+		// not monotonic was stepped): start the interval over at t rather
+		// than wait for the old end, which would keep the judgement as it
+		// is for as long as the step
+		c.intervalEnd, c.minSojourn = t+c.interval, s
+		return
+	}
 	if t >= c.intervalEnd {
 		hot := c.minSojourn > c.target
 		c.overloaded.Store(hot)

@@ -35,6 +35,17 @@ func TestCoDelTable(t *testing.T) {
 			{200 * ms, 3 * ms, false, true},   // interval [100,200) min 6ms: still overloaded
 			{300 * ms, 50 * ms, false, false}, // interval [200,300) min 3ms: recovered, not shed
 		}},
+		{"a clock stepped back does not keep the judgement until it catches up", []step{
+			{0, 20 * ms, false, false}, {100 * ms, 20 * ms, true, true},
+			{-time.Hour, 1 * ms, false, true},            // back an hour: a new interval starts here
+			{-time.Hour + 100*ms, 1 * ms, false, false},  // and is judged after one interval
+			{-time.Hour + 150*ms, 30 * ms, false, false}, // not shed: not overloaded
+		}},
+		{"a clock stepped forward closes the interval", []step{
+			{0, 20 * ms, false, false}, {100 * ms, 20 * ms, true, true},
+			{time.Hour, 1 * ms, false, true},            // interval [100ms, 200ms) min 20ms: still overloaded
+			{time.Hour + 100*ms, 30 * ms, false, false}, // interval from the step, min 1ms: recovered
+		}},
 		{"an empty queue ends the overload", []step{
 			{0, 20 * ms, false, false}, {100 * ms, 20 * ms, true, true},
 			{150 * ms, empty, false, true},
