@@ -424,3 +424,99 @@ func TestPoolDerivedCoDel(t *testing.T) {
 		t.Errorf("service %v, cap %v: want about 10 ms and %d× it", a.ServiceTime, a.QueueDelayCap, autoCapPerService)
 	}
 }
+
+// TestHammerCannotStarve: a client that ignores every refusal and writes
+// frames as fast as the loop takes them (from its own address, so its own
+// tenant; 100k frames at most) does not starve well-behaved clients (closed loop, one frame in
+// flight, waiting out each retry-after) with derived shedding and nothing
+// else set: each of them is still served, the hammer is refused, and every
+// frame of theirs is answered.
+func TestHammerCannotStarve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1.5 s of load")
+	}
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		spin(500 * time.Microsecond) // capacity about 2,000 frames/s
+		c.WriteFrame(frame)
+		return None
+	}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, h)
+	const good, run = 4, 1500 * time.Millisecond
+	stop := time.Now().Add(run)
+	var wg sync.WaitGroup
+
+	hammer := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
+	hammer.SetDeadline(time.Now().Add(run + 10*time.Second))
+	var hSent, hServed, hRefused atomic.Int64
+	batch := bytes.Repeat([]byte("h\n"), 64)
+	wg.Add(2)
+	go func() { // writes as fast as the socket takes them (up to 100k frames, so its answers fit the test's time)
+		defer wg.Done()
+		for time.Now().Before(stop) && hSent.Load() < 100_000 {
+			if _, err := hammer.Write(batch); err != nil {
+				t.Error(err)
+				break
+			}
+			hSent.Add(int64(len(batch) / 2))
+		}
+		hSent.Add(-1 << 40)
+	}()
+	go func() {
+		defer wg.Done()
+		for n := int64(0); ; n++ {
+			if s := hSent.Load(); s < 0 && n >= s+1<<40 {
+				return
+			}
+			line, err := hammer.r.ReadString('\n')
+			if err != nil {
+				t.Errorf("hammer: %v after %d answers", err, n)
+				return
+			}
+			if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
+				hRefused.Add(1)
+			} else {
+				hServed.Add(1)
+			}
+		}
+	}()
+
+	var served, refused [good]atomic.Int64
+	for i := 0; i < good; i++ {
+		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(3+i)))
+		c.SetDeadline(time.Now().Add(run + 10*time.Second))
+		wg.Add(1)
+		go func() { // closed loop: one frame, its answer, the retry-after if refused
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if _, err := c.Write([]byte("g\n")); err != nil {
+					t.Error(err)
+					return
+				}
+				line, err := c.r.ReadString('\n')
+				if err != nil {
+					t.Errorf("client %d: %v", i, err)
+					return
+				}
+				if _, retry, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
+					refused[i].Add(1)
+					time.Sleep(retry)
+					continue
+				}
+				served[i].Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("hammer: sent %d, served %d, refused %d; clients served %v refused %v; refusals by reason %v",
+		hSent.Load()+1<<40, hServed.Load(), hRefused.Load(), &served, &refused, e.Stats().Admission.Rejects)
+	if hRefused.Load() == 0 {
+		t.Error("the hammer was never refused")
+	}
+	for i := range served {
+		if served[i].Load() < 20 { // the four would share about 3,000 at capacity
+			t.Errorf("client %d served %d frames (refused %d) beside the hammer: starved", i, served[i].Load(), refused[i].Load())
+		}
+	}
+}
