@@ -321,6 +321,45 @@ func TestEchoZeroAllocsDerived(t *testing.T) {
 	}
 }
 
+// spinEchoEngine starts one loop with derived shedding and nothing else
+// set (an Admitter with CoDel's defaults, no tenant quota) whose handler
+// spins 500 µs per line and echoes it: capacity about 2,000 frames/s.
+func spinEchoEngine(t *testing.T) *Engine {
+	t.Helper()
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		spin(500 * time.Microsecond)
+		c.WriteFrame(frame)
+		return None
+	}
+	return start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, h)
+}
+
+// doneSending marks sent (a count of frames written) final for
+// readAnswers.
+func doneSending(sent *atomic.Int64) { sent.Add(-1 << 40) }
+
+// readAnswers reads c's answers, counting served and refused ones, until
+// the writer has called doneSending and every frame it sent is answered.
+func readAnswers(t *testing.T, who string, c *lineConn, sent, served, refused *atomic.Int64) {
+	for n := int64(0); ; n++ {
+		if s := sent.Load(); s < 0 && n >= s+1<<40 {
+			return
+		}
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Errorf("%s: %v after %d answers", who, err, n)
+			return
+		}
+		if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
+			refused.Add(1)
+		} else {
+			served.Add(1)
+		}
+	}
+}
+
 // TestFairShareBetweenTenants: ten tenants (peer addresses 127.0.0.2-11)
 // on an overloaded loop with derived shedding and no tenant quota, one of
 // them sending ten times more than each of the others: the heavy tenant
@@ -330,14 +369,7 @@ func TestFairShareBetweenTenants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2 s of load")
 	}
-	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
-	h := newTestHandler()
-	h.frame = func(c *Conn, frame []byte) Action {
-		spin(500 * time.Microsecond) // capacity about 2,000 frames/s
-		c.WriteFrame(frame)
-		return None
-	}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, h)
+	e := spinEchoEngine(t) // capacity about 2,000 frames/s
 	const tenants, run = 10, 1500 * time.Millisecond
 	var served, refused [tenants]atomic.Int64
 	var wg sync.WaitGroup
@@ -363,25 +395,11 @@ func TestFairShareBetweenTenants(t *testing.T) {
 				}
 				sent.Add(1)
 			}
-			sent.Add(-1 << 40) // done: the reader stops once it has every answer
+			doneSending(&sent) // the reader stops once it has every answer
 		}()
 		go func() {
 			defer wg.Done()
-			for n := int64(0); ; n++ {
-				if s := sent.Load(); s < 0 && n >= s+1<<40 {
-					return
-				}
-				line, err := c.r.ReadString('\n')
-				if err != nil {
-					t.Errorf("tenant %d: %v after %d answers", i, err, n)
-					return
-				}
-				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
-					refused[i].Add(1)
-				} else {
-					served[i].Add(1)
-				}
-			}
+			readAnswers(t, fmt.Sprintf("tenant %d", i), c, &sent, &served[i], &refused[i])
 		}()
 	}
 	wg.Wait()
@@ -435,14 +453,7 @@ func TestHammerCannotStarve(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1.5 s of load")
 	}
-	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
-	h := newTestHandler()
-	h.frame = func(c *Conn, frame []byte) Action {
-		spin(500 * time.Microsecond) // capacity about 2,000 frames/s
-		c.WriteFrame(frame)
-		return None
-	}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, h)
+	e := spinEchoEngine(t) // capacity about 2,000 frames/s
 	const good, run = 4, 1500 * time.Millisecond
 	stop := time.Now().Add(run)
 	var wg sync.WaitGroup
@@ -461,25 +472,11 @@ func TestHammerCannotStarve(t *testing.T) {
 			}
 			hSent.Add(int64(len(batch) / 2))
 		}
-		hSent.Add(-1 << 40)
+		doneSending(&hSent)
 	}()
 	go func() {
 		defer wg.Done()
-		for n := int64(0); ; n++ {
-			if s := hSent.Load(); s < 0 && n >= s+1<<40 {
-				return
-			}
-			line, err := hammer.r.ReadString('\n')
-			if err != nil {
-				t.Errorf("hammer: %v after %d answers", err, n)
-				return
-			}
-			if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
-				hRefused.Add(1)
-			} else {
-				hServed.Add(1)
-			}
-		}
+		readAnswers(t, "hammer", hammer, &hSent, &hServed, &hRefused)
 	}()
 
 	var served, refused [good]atomic.Int64
