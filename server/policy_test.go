@@ -989,9 +989,10 @@ func TestPoolOrderedSheds(t *testing.T) {
 }
 
 // TestPoolLongCap: with a derived CoDel target the pool refuses a frame
-// that waited past the long cap (8 × CoDel's threshold) with reason
-// queue, though CoDel has not judged the queue overloaded, and admits a
-// fresh one; with a fixed target it has no long cap.
+// that waited past the long cap (the loop's L for the pool's C) with
+// reason queue, though CoDel has not judged the queue overloaded, and
+// admits a fresh one; with a fixed target it has no long cap, and before
+// the pool has served a frame neither (TestPoolFirstFrameNoLongCap).
 func TestPoolLongCap(t *testing.T) {
 	for _, derived := range []bool{true, false} {
 		cd := &admission.CoDelConfig{Interval: 100 * time.Millisecond}
@@ -999,6 +1000,10 @@ func TestPoolLongCap(t *testing.T) {
 			cd.Target = 750 * time.Microsecond // what the derived one starts at
 		}
 		p, now := barePool(t, cd)
+		if derived { // as after serving frames of 100 µs: C 1.5 ms, long cap 21.5 ms
+			p.svcNanos = int64(100 * time.Microsecond)
+			p.deriveLocked()
+		}
 		ms := int64(time.Millisecond)
 		queueTasks(p, poolTask{fd: 1, enq: now - 50*ms}, poolTask{fd: 2, enq: now})
 		tk, v, _ := p.take()
@@ -1016,5 +1021,16 @@ func TestPoolLongCap(t *testing.T) {
 		if tk, v, _ = p.take(); tk.fd != 2 || !v.Admit {
 			t.Errorf("derived %v: took %d (admit %v), want the fresh frame (2) admitted", derived, tk.fd, v.Admit)
 		}
+	}
+}
+
+// TestPoolFirstFrameNoLongCap: before the pool has served a frame (no
+// service time measured) a frame that waited through a long start-up
+// stall is not refused for the long cap.
+func TestPoolFirstFrameNoLongCap(t *testing.T) {
+	p, now := barePool(t, &admission.CoDelConfig{Interval: 100 * time.Millisecond})
+	queueTasks(p, poolTask{fd: 1, enq: now - int64(200*time.Millisecond)})
+	if tk, v, _ := p.take(); tk.fd != 1 || !v.Admit {
+		t.Errorf("took %d (admit %v, reason %v), want the first frame admitted", tk.fd, v.Admit, v.Reason)
 	}
 }

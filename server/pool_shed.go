@@ -34,9 +34,9 @@ func (p *pool) derived() (capNanos, svcNanos time.Duration) {
 // judge is the pool's verdict on a frame enqueued at enq and leaving the
 // queue at now: CoDel's (Dequeue), and with a derived target the long cap
 // whatever CoDel says, as the loop's derived law has it: a frame that
-// waited more than autoLongCapFactor times CoDel's threshold is refused
-// with reason queue, so latency has a bound while CoDel's interval has yet
-// to judge a new standing queue. p.mu is held.
+// waited more than capLong is refused with reason queue, so latency has a
+// bound while CoDel's interval has yet to judge a new standing queue.
+// p.mu is held.
 func (p *pool) judge(now, enq int64) admission.Verdict {
 	v := p.codel.Dequeue(p.e.timeAt(now), p.e.timeAt(enq))
 	if capLong := p.capLong(); v.Admit && capLong > 0 && now-enq > capLong {
@@ -45,13 +45,17 @@ func (p *pool) judge(now, enq int64) admission.Verdict {
 	return v
 }
 
-// capLong returns the long cap (0: none; only with a derived target).
-// p.mu is held.
+// capLong returns the long cap, the loop's L for the pool's C (2 × CoDel's
+// target): max(8·C, C + 2 × the default RejectFlushDelay). 0 means none:
+// without a derived target, and before the pool has served a frame (its
+// service time is unknown, and a first frame that waited through a
+// start-up stall is not a standing queue). p.mu is held.
 func (p *pool) capLong() int64 {
-	if !p.auto {
+	if !p.auto || p.svcNanos == 0 {
 		return 0
 	}
-	return autoLongCapFactor * 2 * int64(p.codel.Target())
+	c := 2 * int64(p.codel.Target())
+	return max(autoLongCapFactor*c, c+2*autoRejectFlushNanos)
 }
 
 // overloaded reports whether the pool's CoDel sees a standing queue.
