@@ -42,13 +42,11 @@ func (c Codec) Server() http1.ServerCodec {
 	return s
 }
 
-// ForLoop is http1.ServerCodec.ForLoop (protocol.LoopCodec): c with
-// scratch space of its own for one engine loop, which Decode and the
-// handler's http1.Server share there instead of a pool's.
-func (c Codec) ForLoop() protocol.Codec {
-	c.ServerCodec = c.ServerCodec.ForLoop().(http1.ServerCodec)
-	return c
-}
+// ForLoop is http1.ServerCodec.ForLoop of c.Server() (protocol.LoopCodec):
+// the loop decodes with http1's codec for one loop, which keeps scratch
+// space of its own that the handler's http1.Server shares there instead of
+// a pool's.
+func (c Codec) ForLoop() protocol.Codec { return c.Server().ForLoop() }
 
 // Decode is http1.ServerCodec.Decode with c's limits.
 func (c Codec) Decode(buf []byte) (frame []byte, n int, err error) {

@@ -1,6 +1,8 @@
 package httpecho
 
 import (
+	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/sluicenet/sluice/protocol/http1"
@@ -68,5 +70,29 @@ func TestSplitEveryByte(t *testing.T) {
 	out, closed := serveStream(t, h, []byte(closing))
 	if !closed || string(out) != respondCases[0].want+respondCases[12].want {
 		t.Fatalf("close mid-pipeline: closed %v, %q", closed, out)
+	}
+}
+
+// TestLoopCodecDecodesAlike: the codec Codec.ForLoop returns cuts the same
+// frames as Codec, with the same limits (DefaultMaxBodyBytes for a zero
+// MaxBodyBytes, not http1's 1 MiB), keeping its parse for Server.
+func TestLoopCodecDecodesAlike(t *testing.T) {
+	inputs := []string{
+		"GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: h\r\n\r\nGET /x HTTP/1.1\r\n",
+		"GET / HTTP/1.1\r\nHost:",
+		fmt.Sprintf("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\n", DefaultMaxBodyBytes+1), // over the echo limit
+		fmt.Sprintf("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: %d\r\n\r\nabc", DefaultMaxBodyBytes),
+		"\x16\x03\x01 not http",
+		"",
+	}
+	shared := Codec{}
+	loop := shared.ForLoop()
+	for _, in := range inputs {
+		wf, wn, werr := shared.Decode([]byte(in))
+		gf, gn, gerr := loop.Decode([]byte(in))
+		if gn != wn || (gerr == nil) != (werr == nil) || !bytes.Equal(gf, wf) {
+			t.Errorf("%q: loop codec (%q, %d, %v), shared (%q, %d, %v)", in, gf, gn, gerr, wf, wn, werr)
+		}
 	}
 }

@@ -77,8 +77,8 @@ type loopCodecConn interface {
 	LoopCodec() protocol.Codec
 }
 
-// scratchOwner is a codec with scratch space of its own (a ServerCodec
-// from ForLoop, or a type that embeds one).
+// scratchOwner is a codec with scratch space of its own (the codec
+// ServerCodec.ForLoop returns).
 type scratchOwner interface {
 	loopScratch() *scratch
 }

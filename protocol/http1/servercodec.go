@@ -50,27 +50,54 @@ type ServerCodec struct {
 	// Clock is the wall clock of the Date field, read once per read batch
 	// (see Server); nil means time.Now. It must be safe for concurrent use.
 	Clock func() time.Time
-
-	// loop is the scratch space of the codec ForLoop returned: one loop's
-	// alone, so Decode and Server use it without the pool. nil: pooled.
-	loop *scratch
 }
 
-// ForLoop returns c with scratch space of its own for one engine loop
-// (protocol.LoopCodec): the engine decodes that loop's connections with
-// it, and Server.Serve, called on the loop with a connection that hands
-// out its loop's codec (server.Conn.LoopCodec), takes the parse from that
-// space instead of from the pool, which spares both of them a pool
-// round trip per request. The codec returned must be used by one
-// goroutine only.
+// ForLoop returns c for one engine loop (protocol.LoopCodec): a codec
+// with scratch space of its own and its limits computed once. The engine
+// decodes that loop's connections with it, and Server.Serve, called on the
+// loop with a connection that hands out its loop's codec
+// (server.Conn.LoopCodec), takes the parse from that space instead of
+// from the pool, which spares both of them a pool round trip per request.
+// The codec returned must be used by one goroutine only.
 func (c ServerCodec) ForLoop() protocol.Codec {
-	c.loop = newScratch()
-	return c
+	lc := &loopServerCodec{c: c, sc: newScratch()}
+	lc.lim, lc.limErr = c.limits()
+	return lc
 }
 
-// loopScratch returns the scratch space of a codec ForLoop returned, or
-// nil.
-func (c ServerCodec) loopScratch() *scratch { return c.loop }
+// loopServerCodec is the codec ServerCodec.ForLoop returns: a pointer, so
+// that calls through the engine's Codec interface do not copy the
+// ServerCodec.
+type loopServerCodec struct {
+	c      ServerCodec
+	sc     *scratch
+	lim    limits
+	limErr error
+}
+
+var (
+	_ protocol.Rejecter = (*loopServerCodec)(nil)
+	_ scratchOwner      = (*loopServerCodec)(nil)
+)
+
+// Decode is ServerCodec.Decode with the loop's scratch space.
+func (l *loopServerCodec) Decode(buf []byte) (frame []byte, n int, err error) {
+	if l.limErr != nil {
+		return passThrough(buf)
+	}
+	return l.c.decode(buf, &l.lim, l.sc)
+}
+
+// AppendEncode is ServerCodec.AppendEncode.
+func (l *loopServerCodec) AppendEncode(dst, frame []byte) []byte { return l.c.AppendEncode(dst, frame) }
+
+// AppendReject is ServerCodec.AppendReject.
+func (l *loopServerCodec) AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte {
+	return l.c.AppendReject(dst, frame, reason, retryAfter)
+}
+
+// loopScratch returns the loop's scratch space (scratchOwner).
+func (l *loopServerCodec) loopScratch() *scratch { return l.sc }
 
 // Decode returns the first request in buf (see the type's documentation):
 // n == 0 && err == nil means more input is needed; a framing error yields
@@ -78,32 +105,38 @@ func (c ServerCodec) loopScratch() *scratch { return c.loop }
 // Decode does not allocate (once the scratch space has grown to the
 // largest head seen).
 func (c ServerCodec) Decode(buf []byte) (frame []byte, n int, err error) {
-	if lim, err := c.limits(); err != nil {
-		n = len(buf) // passed through: Server reports the error
-	} else {
-		sc := c.loop
-		if sc == nil {
-			sc = getScratch()
-		}
-		n, err = parseInto(buf, &lim, &sc.req)
-		switch {
-		case err != nil:
-			sc.forget()
-			sc.req.Reset()
-			n = len(buf)
-		case n > 0:
-			sc.remember(buf[:n], c.Codec, sc.req.ContentLength)
-		default:
-			sc.forget()
-		}
-		if c.loop == nil {
-			putScratch(sc)
-		}
+	lim, err := c.limits()
+	if err != nil {
+		return passThrough(buf) // Server reports the error
 	}
-	if n == 0 {
+	sc := getScratch()
+	defer putScratch(sc)
+	return c.decode(buf, &lim, sc)
+}
+
+// decode is Decode with limits lim, leaving the parse in sc.
+func (c *ServerCodec) decode(buf []byte, lim *limits, sc *scratch) (frame []byte, n int, err error) {
+	n, err = parseInto(buf, lim, &sc.req)
+	switch {
+	case err != nil:
+		sc.forget()
+		sc.req.Reset()
+		return passThrough(buf)
+	case n > 0:
+		sc.remember(buf[:n], c.Codec, sc.req.ContentLength)
+		return buf[:n:n], n, nil
+	}
+	sc.forget()
+	return nil, 0, nil
+}
+
+// passThrough returns all of buf as one frame (none if it is empty): a
+// framing error Server answers.
+func passThrough(buf []byte) (frame []byte, n int, err error) {
+	if len(buf) == 0 {
 		return nil, 0, nil
 	}
-	return buf[:n:n], n, nil
+	return buf[:len(buf):len(buf)], len(buf), nil
 }
 
 // AppendReject appends the response to a request admission refused

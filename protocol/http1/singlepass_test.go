@@ -300,9 +300,9 @@ func TestServerTakesLoopParse(t *testing.T) {
 		return req.AppendResponse(dst, 200, "text/plain", req.Path, date)
 	}}
 	lc := s.Codec.ForLoop()
-	own := lc.(ServerCodec).loop
-	if own == nil || s.Codec.loop != nil {
-		t.Fatal("ForLoop did not give the codec scratch space of its own, or changed the original")
+	own := lc.(*loopServerCodec).sc
+	if own == nil {
+		t.Fatal("ForLoop did not give the codec scratch space of its own")
 	}
 	buf := []byte(wrkRequest + "GET /bye HTTP/1.1\r\nHost: h\r\n\r\n")
 	var want [][]byte
