@@ -989,7 +989,7 @@ func TestPoolOrderedSheds(t *testing.T) {
 }
 
 // TestPoolLongCap: with a derived CoDel target the pool refuses a frame
-// that waited past the long cap (the loop's L for the pool's C) with
+// that waited past the long cap (8 × the pool's C) with
 // reason queue, though CoDel has not judged the queue overloaded, and
 // admits a fresh one; with a fixed target it has no long cap, and before
 // the pool has served a frame neither (TestPoolFirstFrameNoLongCap).
@@ -1000,7 +1000,7 @@ func TestPoolLongCap(t *testing.T) {
 			cd.Target = 750 * time.Microsecond // what the derived one starts at
 		}
 		p, now := barePool(t, cd)
-		if derived { // as after serving frames of 100 µs: C 1.5 ms, long cap 21.5 ms
+		if derived { // as after serving frames of 100 µs: C 1.5 ms, long cap 12 ms
 			p.svcNanos = int64(100 * time.Microsecond)
 			p.deriveLocked()
 		}

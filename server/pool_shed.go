@@ -45,17 +45,18 @@ func (p *pool) judge(now, enq int64) admission.Verdict {
 	return v
 }
 
-// capLong returns the long cap, the loop's L for the pool's C (2 × CoDel's
-// target): max(8·C, C + 2 × the default RejectFlushDelay). 0 means none:
-// without a derived target, and before the pool has served a frame (its
-// service time is unknown, and a first frame that waited through a
-// start-up stall is not a standing queue). p.mu is held.
+// capLong returns the long cap, 8·C for the pool's C (2 × CoDel's
+// target): the loop's L without its RejectFlushDelay term, which is for
+// refusals held on the loop (measured: 12 ms against 21.5 ms at the
+// 1.5 ms floor halved the admitted p99 at 200 µs of work, docs/OVERLOAD.md).
+// 0 means none: without a derived target, and before the pool has served a
+// frame (its service time is unknown, and a first frame that waited
+// through a start-up stall is not a standing queue). p.mu is held.
 func (p *pool) capLong() int64 {
 	if !p.auto || p.svcNanos == 0 {
 		return 0
 	}
-	c := 2 * int64(p.codel.Target())
-	return max(autoLongCapFactor*c, c+2*autoRejectFlushNanos)
+	return autoLongCapFactor * 2 * int64(p.codel.Target())
 }
 
 // overloaded reports whether the pool's CoDel sees a standing queue.
