@@ -158,24 +158,16 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 		// than after a trip through the queue
 		v = p.judge(l.now, t.enq)
 	}
-	switch {
-	case !v.Admit:
-		p.st.Rejects[v.Reason]++
-		p.mu.Unlock()
-		p.abandon(&t)
-		l.answerReject(c, frame, v.Reason.String(), v.RetryAfter)
-		return
-	case p.draining || p.closed:
-		p.st.Rejects[admission.ReasonDraining]++
-		p.mu.Unlock()
-		p.abandon(&t)
-		l.answerReject(c, frame, admission.ReasonDraining.String(), 0)
-		return
-	case p.n == len(p.q):
-		p.st.Rejects[admission.ReasonQueue]++
-		p.mu.Unlock()
-		p.abandon(&t)
-		l.answerReject(c, frame, admission.ReasonQueue.String(), p.cfg.RetryAfter)
+	if v.Admit {
+		switch {
+		case p.draining || p.closed:
+			v = admission.Reject(admission.ReasonDraining, 0)
+		case p.n == len(p.q):
+			v = admission.Reject(admission.ReasonQueue, p.cfg.RetryAfter)
+		}
+	}
+	if !v.Admit {
+		p.refuseLocked(l, c, frame, &t, v)
 		return
 	}
 	t.buf = bytebufferpool.Get()
@@ -187,6 +179,15 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	p.cond.Signal()
 	c.pending++
 	l.poolInflight++
+}
+
+// refuseLocked answers frame of c on loop l with v's refusal instead of
+// queueing t: counted, t's claim abandoned. p.mu is held; it releases it.
+func (p *pool) refuseLocked(l *loop, c *Conn, frame []byte, t *poolTask, v admission.Verdict) {
+	p.st.Rejects[v.Reason]++
+	p.mu.Unlock()
+	p.abandon(t)
+	l.answerReject(c, frame, v.Reason.String(), v.RetryAfter)
 }
 
 // take blocks until a task is available and returns it with the CoDel

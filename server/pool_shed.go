@@ -66,12 +66,8 @@ func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded()
 // the pool is overloaded and a newer frame of c's follows it (see dispatch).
 func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	t := poolTask{claim: claim}
-	p.abandon(&t)
 	p.mu.Lock()
-	p.st.Rejects[admission.ReasonCoDel]++
-	retry := 2 * p.codel.Target()
-	p.mu.Unlock()
-	l.answerReject(c, frame, admission.ReasonCoDel.String(), retry)
+	p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, 2*p.codel.Target()))
 }
 
 // unblock clears c's backlog mark (fPoolBacklog), on its loop.

@@ -89,9 +89,7 @@ type scratchOwner interface {
 func scratchFor(c Conn) (sc *scratch, owned bool) {
 	if lc, ok := c.(loopCodecConn); ok {
 		if so, ok := lc.LoopCodec().(scratchOwner); ok {
-			if sc := so.loopScratch(); sc != nil {
-				return sc, true
-			}
+			return so.loopScratch(), true
 		}
 	}
 	return getScratch(), false
