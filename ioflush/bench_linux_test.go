@@ -133,6 +133,38 @@ func BenchmarkWritev(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteOneIovec compares the two system calls RawWritev can make
+// for a single 1 KiB buffer to a socketpair, then one read: writev(2) with
+// one iovec against the write(2) RawWritev makes for it.
+func BenchmarkWriteOneIovec(b *testing.B) {
+	writevOne := func(fd int, iov []unix.Iovec) (int, unix.Errno) {
+		r, _, errno := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd),
+			uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		return int(r), errno
+	}
+	for _, bc := range []struct {
+		name string
+		fn   ioflush.WritevFunc
+	}{{"write", ioflush.RawWritev}, {"writev", writevOne}} {
+		b.Run(bc.name, func(b *testing.B) {
+			w, r := nonblockingPair(b, "unix", 0)
+			buf := make([]byte, 1024)
+			iov := []unix.Iovec{{Base: &buf[0]}}
+			iov[0].SetLen(len(buf))
+			rbuf := make([]byte, 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				if n, errno := bc.fn(w, iov); n != len(buf) || errno != 0 {
+					b.Fatalf("write = %d, %v", n, errno)
+				}
+				if n, err := unix.Read(r, rbuf); n != len(buf) || err != nil {
+					b.Fatalf("read = %d, %v", n, err)
+				}
+			}
+		})
+	}
+}
+
 // warmUp makes f allocate its scratch before the timed loop, writing one byte
 // to w and reading it back from r (r < 0: nothing to read).
 func warmUp(b *testing.B, f *ioflush.Flusher, w, r int) {

@@ -24,7 +24,8 @@ const (
 // server.Conn does: AvailableBuffer returns the room after what is queued,
 // and Write of a slice encoded there queues it without a copy.
 type queueConn struct {
-	q []byte
+	q      []byte
+	closed bool // CloseWithError was called
 }
 
 func (c *queueConn) AvailableBuffer() []byte { return c.q[len(c.q):] }
@@ -38,7 +39,7 @@ func (c *queueConn) Write(p []byte) error {
 	return nil
 }
 
-func (c *queueConn) CloseWithError(error) error { return nil }
+func (c *queueConn) CloseWithError(error) error { c.closed = true; return nil }
 
 // loopConn is a queueConn on an engine loop: it hands out the loop's codec
 // (server.Conn.LoopCodec).

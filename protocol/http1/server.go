@@ -91,17 +91,21 @@ type Server struct {
 // frame when there is one (see ServerCodec) and parses frame strictly
 // otherwise. A request that does not parse, or a response c cannot queue,
 // closes c with the error as cause (c.CloseWithError) and reports false:
-// nothing more is to be done.
+// nothing more is to be done. Pass frame as the engine handed it over: on
+// the loop, Serve takes the loop codec's parse of the frame at that address
+// and length without comparing its bytes again, so a handler that changed
+// them would be answered for the request as decoded.
 func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
-	sc, owned := scratchFor(c)
+	codec, ab := connParts(c)
+	sc, owned := scratchFor(codec)
 	now := sc.clock(frame, s.Codec.Clock)
 	dst, inPlace := sc.out[:0], false
-	if ab, ok := c.(availableBufferer); ok {
+	if ab != nil {
 		if b := ab.AvailableBuffer(); cap(b) >= len(frame)+maxHeadBytes {
 			dst, inPlace = b, true // encoded straight into the out-queue
 		}
 	}
-	out, closeAfter, cause := s.respond(sc, dst, frame, now)
+	out, closeAfter, cause := s.respond(sc, dst, frame, now, owned)
 	if !inPlace {
 		sc.out = out
 	}
@@ -128,13 +132,13 @@ func (s *Server) Serve(c Conn, frame []byte) (closeAfter bool) {
 func (s *Server) Respond(dst, frame []byte, now time.Time) (out []byte, closeAfter bool, cause error) {
 	sc := getScratch()
 	defer putScratch(sc)
-	return s.respond(sc, dst, frame, now)
+	return s.respond(sc, dst, frame, now, false)
 }
 
-func (s *Server) respond(sc *scratch, dst, frame []byte, now time.Time) ([]byte, bool, error) {
+func (s *Server) respond(sc *scratch, dst, frame []byte, now time.Time, owned bool) ([]byte, bool, error) {
 	req := &sc.req
 	var err error
-	if !sc.recall(frame, s.Codec.Codec) {
+	if !sc.recall(frame, s.Codec.Codec, owned) {
 		err = s.parse(frame, req)
 	}
 	date := sc.dates.Value(now)

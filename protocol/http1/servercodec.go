@@ -75,10 +75,7 @@ type loopServerCodec struct {
 	limErr error
 }
 
-var (
-	_ protocol.Rejecter = (*loopServerCodec)(nil)
-	_ scratchOwner      = (*loopServerCodec)(nil)
-)
+var _ protocol.Rejecter = (*loopServerCodec)(nil)
 
 // Decode is ServerCodec.Decode with the loop's scratch space.
 func (l *loopServerCodec) Decode(buf []byte) (frame []byte, n int, err error) {
@@ -95,9 +92,6 @@ func (l *loopServerCodec) AppendEncode(dst, frame []byte) []byte { return l.c.Ap
 func (l *loopServerCodec) AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte {
 	return l.c.AppendReject(dst, frame, reason, retryAfter)
 }
-
-// loopScratch returns the loop's scratch space (scratchOwner).
-func (l *loopServerCodec) loopScratch() *scratch { return l.sc }
 
 // Decode returns the first request in buf (see the type's documentation):
 // n == 0 && err == nil means more input is needed; a framing error yields

@@ -86,7 +86,7 @@ func serveReference(s *Server, in []byte, decode func([]byte) ([]byte, int, erro
 			break
 		}
 		var sc scratch // no record: Server parses
-		out, closeAfter, cause := s.respond(&sc, nil, frame, t0)
+		out, closeAfter, cause := s.respond(&sc, nil, frame, t0, false)
 		got = append(got, served{n, string(out), closeAfter, cause})
 		in = in[n:]
 		if closeAfter {
@@ -183,7 +183,7 @@ func FuzzServerSinglePass(f *testing.F) {
 		buf[k] ^= byte(flip>>8) | 1
 		out, closeAfter, cause := s.Respond(nil, frame, t0)
 		var sc scratch
-		wout, wclose, wcause := s.respond(&sc, nil, frame, t0)
+		wout, wclose, wcause := s.respond(&sc, nil, frame, t0, false)
 		if string(out) != string(wout) || closeAfter != wclose || !errors.Is(cause, wcause) || (cause == nil) != (wcause == nil) {
 			t.Fatalf("byte %d flipped after Decode: %q %v %v; a strict parse gives %q %v %v", k, out, closeAfter, cause, wout, wclose, wcause)
 		}
@@ -332,4 +332,34 @@ func TestServerTakesLoopParse(t *testing.T) {
 		}
 		data = data[n:]
 	}
+
+	// What the owned parse still checks: a frame of the same length at
+	// another address, and a Server with other limits, parse for themselves.
+	frame, _, _ := lc.Decode(buf)
+	other := []byte("GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\r\r\n")
+	if len(other) != len(frame) {
+		t.Fatal("test frames differ in length")
+	}
+	if closeAfter := s.Serve(c, other); closeAfter || own.parsed.start != 0 || !c.closed {
+		t.Errorf("another frame at another address: served from the loop parse (close %v, closed %v)", closeAfter, c.closed)
+	}
+	c.closed = false
+	post := []byte("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello")
+	frame, _, _ = lc.Decode(post)
+	small := &Server{Codec: ServerCodec{Codec: Codec{MaxBodyBytes: 4}, Clock: fixedClock}}
+	c.q = c.q[:0]
+	if small.Serve(c, frame); !c.closed || !bytes.HasPrefix(c.q, []byte("HTTP/1.1 413 ")) {
+		t.Errorf("smaller body limit: %q, closed %v; want 413 and close", c.q, c.closed)
+	}
+
+	// What it does not check (Serve's contract): bytes the handler changed
+	// after Decode. The loop's frame is answered as decoded; the pooled path
+	// (TestServerTakesDecodeParse) compares the head and parses again.
+	frame, _, _ = lc.Decode(buf)
+	buf[1] = ' ' // "G ET"
+	c.q, c.closed = c.q[:0], false
+	if closeAfter := s.Serve(c, frame); closeAfter || c.closed || !bytes.HasPrefix(c.q, []byte("HTTP/1.1 200 ")) {
+		t.Errorf("changed frame on the loop: %q, closed %v; want the decoded request's 200", c.q, c.closed)
+	}
+	buf[1] = 'E'
 }
