@@ -41,10 +41,17 @@ func openPollerOf(t *testing.T, b Backend) *poller {
 // thread; readyOnly keeps an io_uring poller's connections on readiness.
 func openPollerMode(t *testing.T, b Backend, readyOnly bool) *poller {
 	t.Helper()
+	return openPollerWith(t, b, func(u *uringPoller) { u.readyOnly = readyOnly })
+}
+
+// openPollerWith opens a poller of backend b on the test goroutine's locked
+// thread, after set has configured an io_uring poller.
+func openPollerWith(t *testing.T, b Backend, set func(*uringPoller)) *poller {
+	t.Helper()
 	p := new(poller)
 	p.use(b)
 	if p.ur != nil {
-		p.ur.readyOnly = readyOnly
+		set(p.ur)
 	}
 	runtime.LockOSThread()
 	if err := p.open(16); err != nil {

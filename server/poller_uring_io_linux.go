@@ -29,6 +29,12 @@ const sendIovecCount = 4096
 // has its bytes and result. Bit 26 is no EPOLL* flag.
 const evData = 1 << 26
 
+// recvCapBytes caps each arming of a connection's multishot recv
+// (uringPoller.recvCap): one provided buffer's worth. The completion that
+// reaches it may bring up to a buffer more, so what the kernel hands over
+// between two armings is below 8 KiB, against one buffer for a single recv.
+const recvCapBytes = recvBufBytes
+
 // recvBufCount and recvBufBytes size each loop's provided buffer ring:
 // 1,024 buffers of 4 KiB (4 MiB of address space, resident only as the
 // kernel fills them), shared by all the loop's connections. A wait hands the loop
@@ -144,7 +150,16 @@ func (p *uringPoller) settleRecv(i uint32) error {
 	want := r.live && !r.rOff
 	switch {
 	case want && !r.rArmed:
-		s, err := p.ring.PrepRecv(int(r.fd), p.bufs.Group(), 0, p.recvData(i))
+		var s *uring.SQE
+		var err error
+		if p.recvCap > 0 {
+			s, err = p.ring.PrepRecvMultishot(int(r.fd), p.bufs.Group(), 0, p.recvData(i))
+			if err == nil {
+				s.SetMultishotLimit(p.recvCap)
+			}
+		} else {
+			s, err = p.ring.PrepRecv(int(r.fd), p.bufs.Group(), 0, p.recvData(i))
+		}
 		if err != nil {
 			return err
 		}
@@ -184,6 +199,10 @@ func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
 	}
 	r.rMore = c.SockNonEmpty()
 	quiet := c.Res == -int32(unix.ENOBUFS) || c.Res == -int32(unix.ECANCELED)
+	if c.Res == -int32(unix.EINVAL) && p.recvCap > 0 {
+		// a kernel without the multishot cap: single recvs from now on
+		p.recvCap, quiet = 0, true
+	}
 	if !c.More() {
 		r.rArmed, r.rCancel = false, false
 		if !quiet {

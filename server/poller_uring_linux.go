@@ -42,31 +42,40 @@ import (
 // completion and the loop makes no read(2). A recv completion becomes an
 // event with evData whose bytes received(i) returns; they stay the loop's
 // until the next wait, which gives their buffers back to the ring. Each
-// recv is single-shot: after a completion the loop asks for the next one
-// with recvOn when it can take more, which is how read budgets and
-// backpressure stay exact (a multishot recv would drain the socket into
-// the ring whatever the loop's budgets, as measured: 9 MiB queued against
-// a 1 MiB MaxQueuedBytes). recvOff cancels an armed recv (closing). A recv
-// that ran dry (-ENOBUFS) or was cancelled while wanted is armed again. The
+// recv is a multishot capped at recvCapBytes in all (one buffer's worth;
+// uring.SQE.SetMultishotLimit): it stays armed across the small messages
+// within its cap, which saves a submission and a poll arming per message,
+// and the completion that reaches the cap ends it. After an ended recv the
+// loop asks for the next one with recvOn when it can take more, which is
+// how read budgets and backpressure hold: what the kernel hands over
+// between two armings is less than the cap plus one buffer (8 KiB; a
+// single recv's was one buffer), where an uncapped multishot drained the
+// socket into the ring whatever the loop's budgets (as measured: 9 MiB
+// queued against a 1 MiB MaxQueuedBytes). A kernel without the cap fails the first such recv with
+// -EINVAL, and the poller falls back to single recvs (recvCap 0).
+// recvOff cancels an armed recv (closing). A recv that ran dry (-ENOBUFS)
+// or was cancelled while wanted is armed again. The
 // poll of such a registration watches only EPOLLOUT, armed the first time
 // the loop asks for it (error and hang-up come with it).
 type uringPoller struct {
-	ring      *uring.Ring // nil until attach
-	timerfd   int
-	wakefd    int
-	opened    bool
-	maxEvents int
-	cqes      []uring.CQE
-	events    []uringEvent
-	regs      []pollReg
-	free      []uint32
-	byFd      []uint32       // fd → index+1 of its registration; 0: none
-	later     []uint32       // registrations with a submission still to make (settle)
-	bufs      *uring.BufRing // the provided buffers of connections' recvs; nil: readiness only
-	lent      []uint16       // buffers the last wait's recv events hold, recycled at the next wait
-	readyOnly bool           // connections on readiness and read(2) too (set before open; tests of that contract)
-	iovs      []unix.Iovec   // sends' iovecs, valid until the submission that carries them (sendIovecs)
-	niovs     int            // iovs in use since the last submission
+	ring       *uring.Ring // nil until attach
+	timerfd    int
+	wakefd     int
+	opened     bool
+	maxEvents  int
+	cqes       []uring.CQE
+	events     []uringEvent
+	regs       []pollReg
+	free       []uint32
+	byFd       []uint32       // fd → index+1 of its registration; 0: none
+	later      []uint32       // registrations with a submission still to make (settle)
+	bufs       *uring.BufRing // the provided buffers of connections' recvs; nil: readiness only
+	recvCap    uint32         // a multishot recv's cap in bytes per arming (recvCapBytes); 0: single recvs
+	lent       []uint16       // buffers the last wait's recv events hold, recycled at the next wait
+	readyOnly  bool           // connections on readiness and read(2) too (set before open; tests of that contract)
+	singleRecv bool           // single recvs, never the capped multishot (set before open; tests and comparisons)
+	iovs       []unix.Iovec   // sends' iovecs, valid until the submission that carries them (sendIovecs)
+	niovs      int            // iovs in use since the last submission
 }
 
 // uringEvent is one event of the last wait, as event(i) returns it.
@@ -154,6 +163,9 @@ func (p *uringPoller) attach() error {
 		// without it (a kernel refusing the registration) connections
 		// stay on readiness and read(2)
 		p.bufs, _ = p.ring.NewBufRing(recvBufGroup, recvBufCount, recvBufBytes)
+		if !p.singleRecv {
+			p.recvCap = recvCapBytes
+		}
 	}
 	return nil // the registrations so far are on later; the first wait arms them
 }

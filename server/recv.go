@@ -8,13 +8,16 @@ import (
 // The read path in recv mode (the io_uring backend with its provided buffer
 // ring, poller.recvMode): the kernel delivers a connection's bytes with a
 // recv completion, in a buffer of the loop's shared ring, so the loop never
-// calls read(2). Each recv brings at most one buffer and the loop arms the
-// next one (recvMore) only when the connection may read and holds nothing:
-// a connection that stops reading (backpressure, MaxFramesPerTurn, its
-// read budget, the admission stage's slow list, MaxQueuedBytes) leaves the
-// rest in the socket as with epoll, and what the one completion already
-// under way brought waits in the loop's held table (copied out of the ring, so ring
-// buffers go back at the next wait whatever the connection does).
+// calls read(2). A recv stays armed across completions until it has
+// brought about recvCapBytes (below 8 KiB in all; one buffer when the
+// kernel has no multishot cap and each recv is single), and the loop arms
+// the next one (recvMore) only when the connection may read and holds
+// nothing: a connection that stops reading (backpressure,
+// MaxFramesPerTurn, its read budget, the admission stage's slow list,
+// MaxQueuedBytes) leaves the rest in the socket as with epoll, and what
+// the recv under way still brings waits in the loop's held table (copied
+// out of the ring, so ring buffers go back at the next wait whatever the
+// connection does).
 //
 // Bytes are dispatched from the ring buffer in place, as reads of at most
 // the turn's read budget (a Raw frame stays within ReadBudgetBytes); only a
@@ -127,11 +130,12 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 }
 
 // recvMore asks for c's next bytes (poller.recvOn) once it holds none and
-// may read: each recv brings at most one provided buffer and is armed
-// again only here, so what the loop holds for a connection it cannot serve
-// is at most the one completion that was already under way, and the kernel
-// keeps the rest in the socket as with epoll. With nothing held, an end of
-// file the recv reported is seen here.
+// may read: a recv that ended (at its cap) is armed again only here, and
+// recvOn leaves one still armed alone, so what the loop holds for a
+// connection it cannot serve is at most what the recv under way brings
+// before its cap (below 8 KiB), and the kernel keeps the rest in the
+// socket as with epoll. With nothing held, an end of file the recv
+// reported is seen here.
 func (l *loop) recvMore(c *Conn) {
 	if l.heldLen(c) > 0 || !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return

@@ -20,8 +20,19 @@ import (
 // and written by completion), on the test goroutine's locked thread.
 func openRecvPoller(t *testing.T) *poller {
 	t.Helper()
+	return openRecvPollerSingle(t, false)
+}
+
+// openRecvPollerSingle is openRecvPoller, with single recvs instead of the
+// capped multishot when single is set (the fallback for kernels without
+// the cap).
+func openRecvPollerSingle(t *testing.T, single bool) *poller {
+	t.Helper()
 	requireURing(t)
-	p := openPollerMode(t, BackendIOURing, false)
+	p := openPollerWith(t, BackendIOURing, func(u *uringPoller) { u.singleRecv = single })
+	if single != (p.ur.recvCap == 0) {
+		t.Fatalf("recvCap %d with single recvs %v", p.ur.recvCap, single)
+	}
 	if !p.recvMode() {
 		t.Skip("no provided buffer ring: the backend stays on readiness")
 	}
@@ -56,12 +67,13 @@ func recvEvents(t *testing.T, p *poller, fd int) (evs []uint32, data []byte, res
 	return nil, nil, nil
 }
 
-// TestRecvModeReceiveAndStop: bytes arrive with a recv completion (evData)
+// TestRecvModeReceiveAndStop, with single recvs (the fallback for kernels
+// without the multishot cap): bytes arrive with a recv completion (evData)
 // in a ring buffer, with no read(2); the next recv is armed only by recvOn,
 // so bytes sent meanwhile stay in the socket (SIOCINQ) until then; end of
 // file is a completion with result 0.
 func TestRecvModeReceiveAndStop(t *testing.T) {
-	p := openRecvPoller(t)
+	p := openRecvPollerSingle(t, true)
 	fd, c := tcpPair(t)
 	if err := p.add(fd, connEvents, 3); err != nil {
 		t.Fatal(err)
@@ -88,6 +100,62 @@ func TestRecvModeReceiveAndStop(t *testing.T) {
 	evs, _, res = recvEvents(t, p, fd)
 	if len(evs) != 1 || evs[0]&evData == 0 || res[0] != 0 {
 		t.Fatalf("end of file: events %#x res %v, want evData with 0", evs, res)
+	}
+	p.del(fd)
+	unix.Close(fd)
+}
+
+// TestRecvModeCappedMultishot: with the capped multishot (the default)
+// a connection's recv stays armed across messages until recvCapBytes have
+// arrived since it was armed; the completion that reaches the cap ends it
+// (having brought less than the cap plus one buffer in all), what arrives
+// next stays in the socket (SIOCINQ) until recvOn, and end of file is a
+// completion with result 0.
+func TestRecvModeCappedMultishot(t *testing.T) {
+	p := openRecvPollerSingle(t, false)
+	fd, c := tcpPair(t)
+	if err := p.add(fd, connEvents, 3); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, m := range []string{"hello", "world"} {
+		c.Write([]byte(m))
+		evs, data, _ := recvEvents(t, p, fd)
+		if len(evs) != 1 || evs[0]&evData == 0 || string(data) != m {
+			t.Fatalf("events %#x data %q, want one evData with %q (no recvOn between)", evs, data, m)
+		}
+		got += len(data)
+	}
+	i, _ := p.ur.lookup(fd)
+	r := &p.ur.regs[i]
+	c.Write(bytes.Repeat([]byte{'x'}, recvCapBytes))
+	deadline := time.Now().Add(2 * time.Second)
+	for r.rArmed && time.Now().Before(deadline) {
+		_, data, _ := recvEvents(t, p, fd)
+		got += len(data)
+	}
+	if r.rArmed || got < recvCapBytes || got >= recvCapBytes+recvBufBytes {
+		t.Fatalf("recv armed %v after %d bytes since it was armed, want it ended within [%d, %d)",
+			r.rArmed, got, recvCapBytes, recvCapBytes+recvBufBytes)
+	}
+	const next = 100
+	c.Write(bytes.Repeat([]byte{'y'}, next))
+	time.Sleep(20 * time.Millisecond)
+	if n, _ := p.wait(false); n != 0 {
+		t.Fatalf("%d events after the cap, with no recv armed", n)
+	}
+	inq, _ := unix.IoctlGetInt(fd, unix.SIOCINQ)
+	if want := recvCapBytes + 10 + next - got; inq != want {
+		t.Fatalf("SIOCINQ %d, want the %d bytes not received left in the socket", inq, want)
+	}
+	p.recvOn(fd)
+	if _, data, _ := recvEvents(t, p, fd); len(data) != inq {
+		t.Fatalf("after recvOn: %d bytes, want %d", len(data), inq)
+	}
+	c.Close()
+	evs, _, res := recvEvents(t, p, fd)
+	if len(evs) != 1 || evs[0]&evData == 0 || res[0] != 0 {
+		t.Fatalf("end of file: events %#x res %v, want evData with 0 (the multishot still armed)", evs, res)
 	}
 	p.del(fd)
 	unix.Close(fd)

@@ -359,6 +359,83 @@ func TestENOBUFS(t *testing.T) {
 	t.Logf("%d ENOBUFS re-arms", sawNobufs)
 }
 
+// TestMultishotLimit: a multishot recv capped at 256 bytes in all stays
+// armed across the small messages within the cap and ends (no More) at the
+// completion that reaches it, leaving the rest in the socket; armed again,
+// it takes the next bytes. The completion that reaches the cap is not
+// shortened: here it ends exactly at 256 because the 64-byte messages fill
+// 64-byte buffers.
+func TestMultishotLimit(t *testing.T) {
+	r := newRing(t, uring.Config{Entries: 8})
+	fd, client := acceptPair(t)
+	br, err := r.NewBufRing(7, 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 64)
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	tag := uring.Pack(kindRecv, 0, 1)
+	arm := func() {
+		s, err := r.PrepRecvMultishot(fd, br.Group(), 0, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetMultishotLimit(256)
+	}
+	arm()
+	var got []byte
+	take := func(cs []uring.CQE) (ended bool) {
+		for _, c := range cs {
+			if c.Res < 0 {
+				t.Fatalf("recv failed: %v", c.Err())
+			}
+			if c.HasBuffer() {
+				id, data, err := br.Take(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, data...)
+				if err := br.Recycle(id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ended = ended || !c.More()
+		}
+		return ended
+	}
+	// One message at a time: each completes with More.
+	for i := 0; i < 3; i++ {
+		if _, err := client.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if take(waitCQEs(t, r, func(cs []uring.CQE) bool { return len(cs) > 0 })) {
+			t.Fatalf("message %d: the multishot ended before its cap (%d bytes in)", i, len(got))
+		}
+	}
+	// Five more messages at once: the fourth message reaches the cap.
+	if _, err := client.Write(bytes.Repeat(msg, 5)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for !take(waitCQEs(t, r, func(cs []uring.CQE) bool { return len(cs) > 0 })) {
+		if n++; n > 16 {
+			t.Fatal("the multishot never ended")
+		}
+	}
+	if len(got) != 256 {
+		t.Fatalf("received %d bytes before the multishot ended, want its cap of 256", len(got))
+	}
+	arm()
+	for len(got) < 8*len(msg) {
+		take(waitCQEs(t, r, func(cs []uring.CQE) bool { return len(cs) > 0 }))
+	}
+	if want := bytes.Repeat(msg, 8); !bytes.Equal(got, want) {
+		t.Fatalf("received %d bytes that differ from the %d sent", len(got), len(want))
+	}
+}
+
 // TestCancelMultishot cancels an armed multishot accept by its tag and a
 // multishot recv by its descriptor.
 func TestCancelMultishot(t *testing.T) {

@@ -103,6 +103,15 @@ func (r *Ring) PrepRecvMultishot(fd int, group uint16, flags int, u UserData) (*
 	return s, nil
 }
 
+// SetMultishotLimit caps a multishot recv (PrepRecvMultishot) at
+// totalBytes received in all: the first completion that brings the total
+// to the cap or past it ends the recv (no More). The kernel does not
+// shorten that last receive, so the total stays below totalBytes plus one
+// buffer. The field is the SQE's optlen; a kernel without the cap fails
+// the recv at once with -EINVAL (Detect does not probe for it: a caller
+// falls back to single recvs on that completion). 0 means no cap.
+func (s *SQE) SetMultishotLimit(totalBytes uint32) { s.spliceFdIn = int32(totalBytes) }
+
 // PrepRecv queues one recv on fd into a buffer taken from the provided
 // buffer ring of group.
 func (r *Ring) PrepRecv(fd int, group uint16, flags int, u UserData) (*SQE, error) {
