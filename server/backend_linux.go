@@ -111,6 +111,15 @@ func (p *poller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool {
 	return p.ur.orphanSend(fd, q)
 }
 
+// submitNow hands the kernel the submissions prepared so far without
+// waiting (io_uring; nothing to do on epoll, whose writes are immediate).
+func (p *poller) submitNow() error {
+	if p.ur != nil {
+		return p.ur.submitNow()
+	}
+	return nil
+}
+
 func (p *poller) wait(block bool) (int, error) {
 	if p.ur != nil {
 		return p.ur.wait(block)

@@ -134,6 +134,7 @@ func (l *loop) observeTurn(end int64) {
 	if f := l.st[cFrames] - l.hists.framesSeen; f > 0 {
 		l.hists.framesSeen = l.st[cFrames]
 		l.hists.own[hRequest].add(i, d, f)
+		l.pace.slowFrames = d >= f*slowFrameNanos
 	}
 }
 

@@ -74,6 +74,8 @@ type pacing struct {
 	yieldAt         int64 // loop clock of the last yield
 	sleptSinceYield bool  // a wait slept since then
 	turnEnd         int64 // loop clock at the end of the last turn (before its wait)
+	slowFrames      bool  // the last turn with frames spent slowFrameNanos or more per frame (submitEarly)
+	submitAt        int64 // loop clock of this turn's last early submission (submitEarly)
 }
 
 // connQueue is an intrusive FIFO of connections, linked through one of

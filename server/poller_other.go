@@ -41,6 +41,7 @@ func (p *poller) recvMode() bool                       { return false }
 func (p *poller) received(i int) ([]byte, int32)       { return nil, 0 }
 func (p *poller) recvOn(fd int)                        {}
 func (p *poller) recvOff(fd int)                       {}
+func (p *poller) submitNow() error                     { return nil }
 func (p *poller) use(b Backend)                        {}
 func (p *poller) forget(fd int)                        {}
 func (p *poller) attach() error                        { return ErrUnsupported }

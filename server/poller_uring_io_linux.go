@@ -3,6 +3,7 @@
 package server
 
 import (
+	"errors"
 	"os"
 	"unsafe"
 
@@ -92,6 +93,20 @@ func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error) {
 	v := p.iovs[p.niovs : p.niovs+n : p.niovs+n]
 	p.niovs += n
 	return v, nil
+}
+
+// submitNow submits the sends prepared so far without waiting (the loop's
+// early submission in a turn of slow handlers). EBUSY and EAGAIN leave
+// them queued for the next wait, iovecs included.
+func (p *uringPoller) submitNow() error {
+	if _, err := p.ring.Submit(); err != nil {
+		if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN) {
+			return nil
+		}
+		return err
+	}
+	p.clearIovecs()
+	return nil
 }
 
 // clearIovecs forgets the iovecs of what was just submitted (nothing in

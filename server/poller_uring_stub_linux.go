@@ -27,6 +27,7 @@ func (p *uringPoller) recvMode() bool                       { return false }
 func (p *uringPoller) received(i int) ([]byte, int32)       { return nil, 0 }
 func (p *uringPoller) recvOn(fd int)                        {}
 func (p *uringPoller) recvOff(fd int)                       {}
+func (p *uringPoller) submitNow() error                     { return ErrUnsupported }
 
 func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error)                 { return nil, ErrUnsupported }
 func (p *uringPoller) send(fd int, iovs []unix.Iovec) error                   { return ErrUnsupported }

@@ -5,6 +5,7 @@ package server
 import (
 	"bytes"
 	"io"
+	"net"
 	"runtime"
 	"testing"
 	"time"
@@ -429,4 +430,45 @@ func FuzzRecvModeCompletions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRecvModeEarlySubmit: with handlers that take 300 µs per frame, a
+// turn's replies are submitted before the turn ends (Stats.EarlySubmits),
+// once the loop has seen a turn of such frames, and every reply arrives.
+func TestRecvModeEarlySubmit(t *testing.T) {
+	requireURing(t)
+	h := HandlerFuncs{Frame: func(c *Conn, frame []byte) Action {
+		spin(300 * time.Microsecond)
+		if err := c.WriteFrame(frame); err != nil {
+			t.Error(err)
+		}
+		return None
+	}}
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Backend: BackendIOURing}, h)
+	if e.Backend() != BackendIOURing {
+		t.Skip("io_uring backend unavailable")
+	}
+	const conns, rounds = 16, 4
+	cs := make([]*net.TCPConn, conns)
+	for i := range cs {
+		cs[i] = dial(t, e)
+		cs[i].SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	frame := pipelined(1, 32)
+	for r := 0; r < rounds; r++ {
+		for _, c := range cs {
+			if _, err := c.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, c := range cs {
+			in := make([]byte, len(frame))
+			if _, err := io.ReadFull(c, in); err != nil || !bytes.Equal(in, frame) {
+				t.Fatalf("round %d conn %d: %q, %v", r, i, in, err)
+			}
+		}
+	}
+	if s := e.Stats(); s.EarlySubmits == 0 {
+		t.Errorf("no early submission in %d rounds of %d frames at 300 µs each (turns %d)", rounds, conns, s.Turns)
+	}
 }

@@ -179,6 +179,7 @@ const (
 	cTimerFires
 	cFramesHeld     // dispatches stopped by MaxFramesPerTurn
 	cBacklogRejects // connections accepted only to be refused (GateRejecting)
+	cEarlySubmits   // io_uring submissions of a turn's sends before its end (submitEarly)
 	// gauges, set at publish (the accept queue's when sampled)
 	gConns
 	gReadyLen
@@ -253,9 +254,12 @@ type Stats struct {
 	BytesOut         uint64 // bytes written
 	OutArms          uint64 // EPOLLOUT armed after a would-block flush (io_uring: a send the socket took only part of)
 	FlushBudgetSpent uint64 // flushes stopped by FlushBudgetBytes (to the ready list; io_uring: a send cut at the budget)
-	Pauses           uint64 // reading paused by backpressure (high watermark)
-	QueueFull        uint64 // writes refused with ErrQueueFull
-	Rejects          uint64 // frames refused by admission
+	// EarlySubmits counts io_uring submissions of a turn's sends made
+	// before the turn ended, in turns of slow handlers (0 on epoll).
+	EarlySubmits uint64
+	Pauses       uint64 // reading paused by backpressure (high watermark)
+	QueueFull    uint64 // writes refused with ErrQueueFull
+	Rejects      uint64 // frames refused by admission
 	// SlowReads counts reads deferred by RejectFlushDelay because every
 	// frame in them would have been refused (AdmissionPolicy); LazyFlushes
 	// counts reject-only out-queues it deferred to a later turn.
@@ -321,6 +325,7 @@ func (e *Engine) Stats() Stats {
 	s.QueuedOutBytes = int64(sum[gOutBytes])
 	s.QueuedInBytes = int64(sum[gInBytes])
 	s.FrameBudgetSpent = sum[cFramesHeld]
+	s.EarlySubmits = sum[cEarlySubmits]
 	s.Admission = e.admissionStats(&sum, s.QueuedOutBytes+s.QueuedInBytes)
 	return s
 }

@@ -59,6 +59,8 @@ var engineMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.OutArms) }},
 	{"sluice_flush_budget_spent_total", "Flushes stopped by FlushBudgetBytes; the rest waits for the next turn.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.FlushBudgetSpent) }},
+	{"sluice_early_submits_total", "io_uring submissions of a turn's sends made before the turn ended (turns of slow handlers); 0 on epoll.", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.EarlySubmits) }},
 	{"sluice_backpressure_pauses_total", "Times reading a connection paused because its out-queue passed the high watermark.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Pauses) }},
 	{"sluice_backpressure_paused_connections", "Connections whose reading is paused by backpressure now (out-queue above the high watermark, not yet below the low one).", prometheus.GaugeValue,
