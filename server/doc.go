@@ -106,13 +106,16 @@
 // loop's shared provided buffer ring (frames are decoded in place, the
 // buffer goes back at the next wait), and its out-queue leaves as a
 // sendmsg whose iovecs are the queued segments, submitted with the turn's
-// one io_uring_enter (recv.go, sendq_linux.go). Each recv is single-shot
-// and armed again only when the connection may read, so read budgets,
-// backpressure, MaxQueuedBytes and the admission stage's slow reads stop
-// input exactly as with epoll (the kernel keeps the rest in the socket);
-// one send per connection is in flight, and its segments stay queued until
-// its completion. The listener, the timer and wake-up fds stay on polls
-// (multishot IORING_OP_POLL_ADD), and accepts stay accept4. Where the
+// one io_uring_enter (recv.go, sendq_linux.go), or earlier in a turn of
+// slow handlers (Stats.EarlySubmits). Each recv is a multishot capped at
+// 4 KiB per arming (a single recv on kernels without the cap), armed again
+// only when the connection may read, so read budgets, backpressure,
+// MaxQueuedBytes and the admission stage's slow reads stop input as with
+// epoll, give or take what the recv under way still brings (below 8 KiB;
+// the kernel keeps the rest in the socket); one send per connection is in
+// flight, and its segments stay queued until its completion. The listener,
+// the timer and wake-up fds stay on polls (multishot IORING_OP_POLL_ADD),
+// and accepts stay accept4. Where the
 // kernel refuses io_uring or lacks a feature the backend needs, New falls
 // back to epoll and logs why; Engine.Backend says which backend runs.
 //
