@@ -169,7 +169,8 @@ type AdmissionPolicy struct {
 	// draining read, so waiting never makes its bytes look younger.
 	// Stats.SlowReads and Stats.LazyFlushes count both deferrals. Zero:
 	// 10 ms when the queueing-delay cap is derived (MaxQueueDelay zero with
-	// the Admitter's CoDel), none otherwise. Off: rejects are written at
+	// the Admitter's CoDel) or the worker pool's CoDel target is (Pool.CoDel
+	// with Target zero), none otherwise. Off: rejects are written at
 	// once like any reply, and every readable connection is read every
 	// turn.
 	RejectFlushDelay time.Duration

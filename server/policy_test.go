@@ -1034,3 +1034,64 @@ func TestPoolFirstFrameNoLongCap(t *testing.T) {
 		t.Errorf("took %d (admit %v, reason %v), want the first frame admitted", tk.fd, v.Admit, v.Reason)
 	}
 }
+
+// TestPoolPredictedWait: with a derived target, a frame that would wait
+// past the pool's cap C (twice the target) by Little's law, the frames
+// queued ahead of it times the service time over the workers, is refused
+// at submit (predictedLong); an empty queue always takes one; a fixed
+// target, or no service time yet, predicts nothing.
+func TestPoolPredictedWait(t *testing.T) {
+	p, now := barePool(t, &admission.CoDelConfig{Interval: 100 * time.Millisecond})
+	p.cfg.Workers = 1
+	if p.predictedLong() {
+		t.Fatal("predicted a long wait before any frame was served")
+	}
+	p.svcNanos = int64(300 * time.Microsecond) // C = max(2 × 300 µs, 1.5 ms) = 1.5 ms
+	p.deriveLocked()
+	for n := 0; n <= 6; n++ {
+		want := n*300 > 1500 // µs of work ahead against C
+		if got := p.predictedLong(); got != want {
+			t.Errorf("%d queued of 300 µs, one worker: predictedLong %v, want %v", n, got, want)
+		}
+		queueTasks(p, poolTask{fd: int32(n), enq: now})
+	}
+	p.cfg.Workers = 2 // twice the workers: the same queue waits half as long
+	if p.predictedLong() {
+		t.Errorf("7 queued of 300 µs over 2 workers (1.05 ms) predicted past C")
+	}
+	fixed, _ := barePool(t, &admission.CoDelConfig{Target: 750 * time.Microsecond, Interval: 100 * time.Millisecond})
+	fixed.svcNanos = int64(time.Millisecond)
+	queueTasks(fixed, poolTask{fd: 1}, poolTask{fd: 2}, poolTask{fd: 3})
+	if fixed.predictedLong() {
+		t.Error("a fixed target predicted a long wait")
+	}
+}
+
+// TestPoolRejectFlushDelay: a loop whose worker pool derives its CoDel
+// target holds refusals back (RejectFlushDelay's 10 ms default), as a loop
+// with the derived queueing-delay cap does; with a fixed pool target, or
+// Off, it writes them at once.
+func TestPoolRejectFlushDelay(t *testing.T) {
+	stageOf := func(pool *admission.CoDelConfig, rfd time.Duration) *stage {
+		t.Helper()
+		adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1})
+		e, err := New(Config{Loops: 1, Codec: protocol.Delimited{},
+			Admission: AdmissionPolicy{Admitter: adm, RejectFlushDelay: rfd},
+			Pool:      PoolConfig{Handler: &poolHandler{}, CoDel: pool}}, HandlerFuncs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.pool.cancel)
+		return e.loops[0].stage
+	}
+	if s := stageOf(&admission.CoDelConfig{}, 0); s.rejDelay != autoRejectFlushNanos || !s.perConn {
+		t.Errorf("derived pool target: rejDelay %v perConn %v, want %v and per-connection state",
+			time.Duration(s.rejDelay), s.perConn, time.Duration(autoRejectFlushNanos))
+	}
+	if s := stageOf(&admission.CoDelConfig{Target: time.Millisecond}, 0); s.rejDelay != 0 {
+		t.Errorf("fixed pool target: rejDelay %v, want 0", time.Duration(s.rejDelay))
+	}
+	if s := stageOf(&admission.CoDelConfig{}, Off); s.rejDelay != 0 {
+		t.Errorf("Off: rejDelay %v, want 0", time.Duration(s.rejDelay))
+	}
+}

@@ -142,7 +142,11 @@ func newStage(l *loop, sc stageConfig) *stage {
 	s.auto = s.shedDelay && p.MaxQueueDelay == 0
 	s.timed = s.auto && l.e.pool == nil
 	s.rejDelay = max(0, int64(p.RejectFlushDelay))
-	if s.auto && p.RejectFlushDelay == 0 {
+	if p.RejectFlushDelay == 0 && (s.auto || l.e.pool != nil && l.e.pool.auto) {
+		// the loop's derived shedding, or the pool's: either refuses
+		// enough to make a write per refusal the loop's main cost (pool,
+		// one core, 10x: 38k writes/s against 7k with it, goodput 3.14k
+		// against 2.64k frames/s)
 		s.rejDelay = autoRejectFlushNanos
 	}
 	s.slowReads = s.rejDelay > 0 && (s.maxDelay > 0 || s.auto)
