@@ -1039,7 +1039,8 @@ func TestPoolFirstFrameNoLongCap(t *testing.T) {
 // past the pool's cap C (twice the target) by Little's law, the frames
 // queued ahead of it times the service time over the workers, is refused
 // at submit (predictedLong); an empty queue always takes one; a fixed
-// target, or no service time yet, predicts nothing.
+// target, or no service time yet, predicts nothing. A frame held on its
+// loop past C gives way to a newer one of its connection (heldLong).
 func TestPoolPredictedWait(t *testing.T) {
 	p, now := barePool(t, &admission.CoDelConfig{Interval: 100 * time.Millisecond})
 	p.cfg.Workers = 1
@@ -1059,11 +1060,16 @@ func TestPoolPredictedWait(t *testing.T) {
 	if p.predictedLong() {
 		t.Errorf("7 queued of 300 µs over 2 workers (1.05 ms) predicted past C")
 	}
+	// A frame held on its loop past C yields to a newer one (heldLong).
+	us := int64(time.Microsecond)
+	if p.heldLong(1400*us) || !p.heldLong(1600*us) {
+		t.Errorf("heldLong at 1.4 ms %v, at 1.6 ms %v; want false, true (C = 1.5 ms)", p.heldLong(1400*us), p.heldLong(1600*us))
+	}
 	fixed, _ := barePool(t, &admission.CoDelConfig{Target: 750 * time.Microsecond, Interval: 100 * time.Millisecond})
 	fixed.svcNanos = int64(time.Millisecond)
 	queueTasks(fixed, poolTask{fd: 1}, poolTask{fd: 2}, poolTask{fd: 3})
-	if fixed.predictedLong() {
-		t.Error("a fixed target predicted a long wait")
+	if fixed.predictedLong() || fixed.heldLong(int64(time.Second)) {
+		t.Error("a fixed target predicted a long wait, or judged a held frame")
 	}
 }
 

@@ -87,6 +87,18 @@ func (p *pool) predictedLong() bool {
 	return int64(p.n)*p.svcNanos > 2*int64(p.codel.Target())*int64(p.cfg.Workers)
 }
 
+// heldLong reports whether a frame held wait nanoseconds on its loop
+// (behind its connection's frame in the pool) has waited past C, twice
+// CoDel's target: a derived target only.
+func (p *pool) heldLong(wait int64) bool {
+	if !p.auto || wait <= 0 {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return wait > 2*int64(p.codel.Target())
+}
+
 // unblock clears c's backlog mark (fPoolBacklog), on its loop.
 func (p *pool) unblock(c *Conn) {
 	if c.flags&fPoolBacklog != 0 {

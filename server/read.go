@@ -249,10 +249,14 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			continue // refused and answered
 		}
 		if pl := l.e.pool; pl != nil {
-			if !l.cfg.Pool.Unordered && pl.overloaded() && l.frameFollows(data) {
-				// a standing queue, and a newer frame of c's is already
-				// here: serve that one, refuse this (adaptive LIFO within
-				// the connection, whose order the pool keeps)
+			if !l.cfg.Pool.Unordered && (pl.overloaded() || pl.heldLong(l.now-l.arrived)) && l.frameFollows(data) {
+				// a standing queue, or this frame waited on the loop past
+				// C, and a newer frame of c's is already here: serve that
+				// one, refuse this (adaptive LIFO within the connection,
+				// whose order the pool keeps; with only predicted-wait
+				// refusals CoDel rarely sees a standing queue, and held
+				// frames were served in order up to the long cap: p99 at
+				// 10x 18 ms, 7.7 ms with heldLong)
 				pl.refuseOlder(l, c, frame, s.takeClaim(c))
 				continue
 			}
