@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,8 +94,9 @@ type pool struct {
 	q        []poolTask
 	head, n  int
 	codel    *admission.CoDel
-	auto     bool  // CoDel's target is derived from the service time (CoDelConfig.Target zero)
-	svcNanos int64 // auto: average handler time per served frame (EWMA)
+	auto     bool         // CoDel's target is derived from the service time (CoDelConfig.Target zero)
+	capC     atomic.Int64 // auto: C, twice CoDel's derived target, for the loops to read without p.mu (heldLong)
+	svcNanos int64        // auto: average handler time per served frame (EWMA)
 	running  int
 	draining bool
 	closed   bool
@@ -434,18 +433,3 @@ func (l *loop) poolDone(t *task) {
 		l.ready(c, fNeedRead) // its next frame, held in c.in or still in the socket
 	}
 }
-
-var dbgLY = func() int64 {
-	if v := os.Getenv("DBG_LY"); v != "" {
-		n, _ := strconv.Atoi(v)
-		return int64(n)
-	}
-	return 0
-}()
-var dbgPY = func() int64 {
-	if v := os.Getenv("DBG_PY"); v != "" {
-		n, _ := strconv.Atoi(v)
-		return int64(n)
-	}
-	return poolYieldNanos
-}()

@@ -18,6 +18,7 @@ import (
 // while the queue is overloaded a frame that waited more than C is shed.
 func (p *pool) deriveLocked() {
 	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoMinCapNanos), autoMaxCapNanos) / 2))
+	p.capC.Store(2 * int64(p.codel.Target()))
 }
 
 // derived returns the pool's derived cap and service time (zero unless
@@ -91,12 +92,7 @@ func (p *pool) predictedLong() bool {
 // (behind its connection's frame in the pool) has waited past C, twice
 // CoDel's target: a derived target only.
 func (p *pool) heldLong(wait int64) bool {
-	if !p.auto || wait <= 0 {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return wait > 2*int64(p.codel.Target())
+	return p.auto && wait > p.capC.Load() // capC is set with the first target: never 0 when auto
 }
 
 // unblock clears c's backlog mark (fPoolBacklog), on its loop.
