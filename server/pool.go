@@ -251,8 +251,7 @@ func (p *pool) worker() {
 		if !ok {
 			return
 		}
-		p.serve(&t, v)
-		if now := p.e.clock(); now-yieldAt >= poolYieldNanos {
+		if now := p.serve(&t, v); now-yieldAt >= poolYieldNanos {
 			// let a loop that shares this P have it (see poolYieldNanos)
 			yieldAt = now
 			runtime.Gosched()
@@ -279,8 +278,9 @@ func (p *pool) starved() bool {
 	return p.n > 0 && p.running < p.cfg.Workers
 }
 
-// serve runs one task, or refuses it when it should not run any more.
-func (p *pool) serve(t *poolTask, v admission.Verdict) {
+// serve runs one task, or refuses it when it should not run any more. It
+// returns its last clock reading (the handler's end, for a served task).
+func (p *pool) serve(t *poolTask, v admission.Verdict) int64 {
 	now := p.e.clock()
 	reason, retry := admission.ReasonNone, time.Duration(0)
 	p.mu.Lock()
@@ -323,6 +323,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) {
 	bytebufferpool.Put(t.buf)
 	t.buf = nil
 	p.finish(t, served, reason, took)
+	return now + took
 }
 
 // reject answers t off the loop with the codec's reject (through the
