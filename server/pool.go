@@ -167,7 +167,7 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 		case p.n == len(p.q):
 			v = admission.Reject(admission.ReasonQueue, p.cfg.RetryAfter)
 		case p.predictedLong():
-			v = admission.Reject(admission.ReasonCoDel, 2*p.codel.Target())
+			v = admission.Reject(admission.ReasonCoDel, p.shedAfter())
 		}
 	}
 	if !v.Admit {

@@ -18,8 +18,14 @@ import (
 // while the queue is overloaded a frame that waited more than C is shed.
 func (p *pool) deriveLocked() {
 	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoMinCapNanos), autoMaxCapNanos) / 2))
-	p.capC.Store(2 * int64(p.codel.Target()))
+	p.capC.Store(int64(p.shedAfter()))
 }
+
+// shedAfter returns the pool's C, twice CoDel's target: the wait past which a
+// frame is shed under a standing queue, predicted too long, or held too
+// long, and the retry-after of the pool's codel refusals. p.mu is held
+// (capC holds it for readers without p.mu when the target is derived).
+func (p *pool) shedAfter() time.Duration { return 2 * p.codel.Target() }
 
 // derived returns the pool's derived cap and service time (zero unless
 // CoDel's target is derived).
@@ -29,7 +35,7 @@ func (p *pool) derived() (capNanos, svcNanos time.Duration) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return 2 * p.codel.Target(), time.Duration(p.svcNanos)
+	return p.shedAfter(), time.Duration(p.svcNanos)
 }
 
 // judge is the pool's verdict on a frame enqueued at enq and leaving the
@@ -57,7 +63,7 @@ func (p *pool) capLong() int64 {
 	if !p.auto || p.svcNanos == 0 {
 		return 0
 	}
-	return autoLongCapFactor * 2 * int64(p.codel.Target())
+	return autoLongCapFactor * int64(p.shedAfter())
 }
 
 // overloaded reports whether the pool's CoDel sees a standing queue.
@@ -68,7 +74,7 @@ func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded()
 func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	t := poolTask{claim: claim}
 	p.mu.Lock()
-	p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, 2*p.codel.Target()))
+	p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, p.shedAfter()))
 }
 
 // predictedLong reports whether a frame queued now would wait past the
@@ -85,7 +91,7 @@ func (p *pool) predictedLong() bool {
 	if !p.auto || p.svcNanos == 0 || p.codel == nil {
 		return false
 	}
-	return int64(p.n)*p.svcNanos > 2*int64(p.codel.Target())*int64(p.cfg.Workers)
+	return int64(p.n)*p.svcNanos > int64(p.shedAfter())*int64(p.cfg.Workers)
 }
 
 // heldLong reports whether a frame held wait nanoseconds on its loop
@@ -113,5 +119,5 @@ func (p *pool) stale(wait int64) bool {
 	if c := p.capLong(); c > 0 && wait > c {
 		return true
 	}
-	return p.codel.Overloaded() && wait > 2*int64(p.codel.Target())
+	return p.codel.Overloaded() && wait > int64(p.shedAfter())
 }
