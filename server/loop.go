@@ -357,8 +357,18 @@ const yieldEveryNanos = int64(5 * time.Millisecond)
 // loop that never sleeps does not need it (nothing to retake). The yield
 // hands the P to another thread and back (the loop's thread is locked), a
 // few microseconds 200 times a second, and lets other goroutines run.
+//
+// With io_uring in recv mode it first submits the sends the turn prepared:
+// they would otherwise leave with the next wait, after the goroutines that
+// took the P meanwhile (a pool worker, 2 ms of work per frame: every reply
+// a frame late, the admitted p50 at 5x 7.3 ms against epoll's 4.9 ms).
 func (l *loop) yield(now int64) {
 	l.pace.yieldAt, l.pace.sleptSinceYield = now, false
+	if l.p.recvMode() {
+		if err := l.p.submitNow(); err != nil {
+			l.e.fail(err)
+		}
+	}
 	runtime.Gosched()
 }
 

@@ -4,11 +4,14 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -471,4 +474,115 @@ func TestRecvModeEarlySubmit(t *testing.T) {
 	if s := e.Stats(); s.EarlySubmits == 0 {
 		t.Errorf("no early submission in %d rounds of %d frames at 300 µs each (turns %d)", rounds, conns, s.Turns)
 	}
+}
+
+// spinPool is a PoolHandler that burns d of CPU per frame, echoes it, and
+// burns after more (time for the woken loop to queue for the P, as a busy
+// loop is under load).
+type spinPool struct{ d, after time.Duration }
+
+func (h spinPool) ServeFrame(_ context.Context, c *Conn, frame []byte) Action {
+	spin(h.d)
+	if err := c.WriteFrame(frame); err != nil {
+		c.CloseWithError(err)
+	}
+	spin(h.after)
+	return None
+}
+
+// TestRecvModeYieldSubmits: with one P shared by the loop and a pool
+// worker, a reply the loop prepared leaves before the loop yields the P to
+// the worker, not with the next wait after the worker's next frame. Two
+// connections each send a frame that costs 8 ms (under the scheduler's
+// 10 ms preemption): the first reply must reach the client's socket about
+// one frame before the second, where a send held to the next wait came
+// with it. The client runs on the same single P, so the arrivals are the
+// kernel's receive timestamps (SO_TIMESTAMPNS), not when it read them.
+func TestRecvModeYieldSubmits(t *testing.T) {
+	requireURing(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const work = 8 * time.Millisecond
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Backend: BackendIOURing,
+		Pool: PoolConfig{Handler: spinPool{work, time.Millisecond}, Workers: 1}}, HandlerFuncs{})
+	if e.Backend() != BackendIOURing {
+		t.Skip("io_uring backend unavailable")
+	}
+	cs := []*net.TCPConn{dial(t, e), dial(t, e)}
+	for _, c := range cs {
+		rc, err := c.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		}); err != nil || serr != nil {
+			t.Fatal(err, serr)
+		}
+	}
+	frame := pipelined(1, 32)
+	var gaps []time.Duration
+	for r := 0; r < 3; r++ {
+		for _, c := range cs {
+			if _, err := c.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var at [2]time.Time
+		for i, c := range cs {
+			at[i] = recvStamped(t, c, frame)
+		}
+		gaps = append(gaps, at[1].Sub(at[0]).Abs())
+	}
+	slices.Sort(gaps)
+	t.Logf("gaps between the two replies' arrivals: %v", gaps)
+	if gaps[1] < work/2 {
+		t.Errorf("median gap between the arrivals of the replies of two %v frames served one after the other: %v, want at least %v", work, gaps[1], work/2)
+	}
+}
+
+// recvStamped reads want from c (one segment) and returns the kernel's
+// receive timestamp of it (SO_TIMESTAMPNS on).
+func recvStamped(t *testing.T, c *net.TCPConn, want []byte) time.Time {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, oob := make([]byte, 2*len(want)), make([]byte, 256)
+	var n, oobn int
+	var rerr error
+	deadline := time.Now().Add(10 * time.Second)
+	for n < len(want) && time.Now().Before(deadline) {
+		rerr = nil
+		if err := rc.Read(func(fd uintptr) bool {
+			var k, ko int
+			k, ko, _, _, rerr = unix.Recvmsg(int(fd), buf[n:], oob[oobn:], 0)
+			if rerr == unix.EAGAIN {
+				return false
+			}
+			n, oobn = n+max(k, 0), oobn+ko
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+	}
+	if n != len(want) || !bytes.Equal(buf[:n], want) {
+		t.Fatalf("reply %q, want %q", buf[:n], want)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := *(*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+			return time.Unix(ts.Unix())
+		}
+	}
+	t.Fatal("no receive timestamp")
+	return time.Time{}
 }
