@@ -127,6 +127,15 @@ func (p *poller) wait(block bool) (int, error) {
 	return p.ep.wait(block)
 }
 
+// park is wait(true) that releases the P while it sleeps (epoll: see
+// epollPoller.park; io_uring: wait(true)).
+func (p *poller) park() (int, error) {
+	if p.ur != nil {
+		return p.ur.wait(true)
+	}
+	return p.ep.park()
+}
+
 func (p *poller) event(i int) (fd int, tag, ev uint32) {
 	if p.ur != nil {
 		return p.ur.event(i)

@@ -236,7 +236,11 @@ func (l *loop) wait() (int, error) {
 			l.publish()
 			l.st[cBlockingWaits]++
 			l.pace.slept, l.pace.sleptSinceYield = true, true
-			n, err = l.p.wait(true)
+			if pl := l.e.pool; pl != nil && pl.active() {
+				n, err = l.p.park() // a worker may need this P meanwhile
+			} else {
+				n, err = l.p.wait(true)
+			}
 		}
 		l.awake.Store(true)
 	}

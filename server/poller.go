@@ -9,6 +9,7 @@ package server
 //	func (p *poller) mod(fd int, ev, tag uint32) error // change fd's interest
 //	func (p *poller) del(fd int) error                 // unregister fd
 //	func (p *poller) wait(block bool) (int, error)    // fill the event array; block=false never sleeps
+//	func (p *poller) park() (int, error)              // wait(true), releasing the P while it sleeps
 //	func (p *poller) event(i int) (fd int, tag, ev uint32) // the i-th event of the last wait
 //	func (p *poller) wake() error                     // make a blocked wait return; any goroutine
 //	func (p *poller) armTimer(afterNanos int64) error // the timer fd fires once after afterNanos

@@ -2,6 +2,7 @@ package server
 
 import (
 	"os"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,13 @@ type epollPoller struct {
 	wakefd  int
 	opened  bool // the fds above are valid or -1 (the zero poller holds none)
 	events  []unix.EpollEvent
+
+	// parkFile is a duplicate of epfd registered with Go's netpoller,
+	// for park; opened on first use. noPark: it could not be (park is
+	// then wait(true)).
+	parkFile *os.File
+	parkConn syscall.RawConn
+	noPark   bool
 }
 
 func (p *epollPoller) open(maxEvents int) error {
@@ -104,6 +112,60 @@ func (p *epollPoller) wait(block bool) (int, error) {
 	return 0, os.NewSyscallError("epoll_pwait", errno)
 }
 
+// park is a blocking wait that releases the loop's P while it sleeps: the
+// goroutine parks in Go's netpoller on a duplicate of the epoll fd (an
+// epoll set is readable while it has events) and polls the set without
+// blocking when woken. A blocking epoll_pwait keeps the P in its syscall
+// until sysmon retakes it, one sysmon tick later (up to 10 ms once sysmon
+// has backed off); a pool worker that shares the P (a loop per P, the
+// default) waited that long each time the loop slept while it was
+// runnable. If the duplicate cannot be set up, park is wait(true).
+func (p *epollPoller) park() (int, error) {
+	if p.noPark {
+		return p.wait(true)
+	}
+	if p.parkConn == nil {
+		if err := p.openPark(); err != nil {
+			p.noPark = true
+			return p.wait(true)
+		}
+	}
+	var n int
+	var werr error
+	if err := p.parkConn.Read(func(uintptr) bool {
+		n, werr = p.wait(false)
+		return n > 0 || werr != nil
+	}); err != nil {
+		// not pollable after all: the netpoller refused it
+		p.noPark = true
+		p.parkFile.Close()
+		p.parkFile, p.parkConn = nil, nil
+		return p.wait(true)
+	}
+	return n, werr
+}
+
+// openPark duplicates epfd, non-blocking, into an *os.File that the
+// runtime's netpoller watches.
+func (p *epollPoller) openPark() error {
+	fd, err := unix.FcntlInt(uintptr(p.epfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "sluice-epoll")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	p.parkFile, p.parkConn = f, rc
+	return nil
+}
+
 func (p *epollPoller) event(i int) (fd int, tag, ev uint32) {
 	e := &p.events[i]
 	return int(e.Fd), uint32(e.Pad), e.Events
@@ -144,6 +206,10 @@ func (p *epollPoller) close() {
 		return
 	}
 	p.opened = false
+	if p.parkFile != nil {
+		p.parkFile.Close()
+		p.parkFile, p.parkConn = nil, nil
+	}
 	for _, fd := range []*int{&p.wakefd, &p.timerfd, &p.epfd} {
 		if *fd >= 0 {
 			unix.Close(*fd)

@@ -33,6 +33,7 @@ func (p *poller) add(fd int, ev, tag uint32) error     { return ErrUnsupported }
 func (p *poller) mod(fd int, ev, tag uint32) error     { return ErrUnsupported }
 func (p *poller) del(fd int) error                     { return ErrUnsupported }
 func (p *poller) wait(block bool) (int, error)         { return 0, ErrUnsupported }
+func (p *poller) park() (int, error)                   { return 0, ErrUnsupported }
 func (p *poller) event(i int) (fd int, tag, ev uint32) { return -1, 0, 0 }
 func (p *poller) wake() error                          { return ErrUnsupported }
 func (p *poller) armTimer(afterNanos int64) error      { return ErrUnsupported }

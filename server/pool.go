@@ -88,6 +88,9 @@ type pool struct {
 	// backlog counts the connections (ordered pool) whose input waits in
 	// c.in behind their frame in the pool (fPoolBacklog).
 	backlog atomic.Int64
+	// busy counts the tasks queued or running, for the loops to read
+	// without p.mu (active).
+	busy atomic.Int64
 
 	mu       sync.Mutex
 	cond     sync.Cond
@@ -178,6 +181,7 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	t.buf.B = append(t.buf.B[:0], frame...)
 	p.q[(p.head+p.n)%len(p.q)] = t
 	p.n++
+	p.busy.Add(1)
 	p.st.Submitted++
 	p.mu.Unlock()
 	p.cond.Signal()
@@ -269,6 +273,10 @@ func (p *pool) worker() {
 // 3.18k frames/s when yielding after every frame).
 const poolYieldNanos = int64(500 * time.Microsecond)
 
+// active reports whether a task is queued or running: a worker may need a
+// P, so a loop that sleeps gives its P up at once (poller.park).
+func (p *pool) active() bool { return p.busy.Load() > 0 }
+
 // starved reports whether a frame waits in the queue while a worker is not
 // running one: a worker that cannot get a P (the loop's end of turn yields
 // it then, see loop.controlPhase).
@@ -350,6 +358,7 @@ func (p *pool) reject(t *poolTask, r admission.Reason, retry time.Duration) {
 func (p *pool) finish(t *poolTask, served bool, r admission.Reason, took int64) {
 	p.mu.Lock()
 	p.running--
+	p.busy.Add(-1)
 	if served {
 		p.st.Served++
 		if p.auto {
