@@ -19,8 +19,12 @@ type errno = unix.Errno
 // framing fuzz target feeds a stream cut at arbitrary points) without a
 // socket; the indirect call costs about a nanosecond per read(2).
 var (
-	sysRead  = rawRead
-	sysClose = rawClose
+	sysRead = rawRead
+	// listenHook runs on a new listening socket before bind; the
+	// sluice_rxstamp build (rxstamp_linux.go) turns on receive timestamps
+	// there, which accepted sockets inherit.
+	listenHook = func(int) error { return nil }
+	sysClose   = rawClose
 )
 
 // rawRead reads into b once.
@@ -136,6 +140,9 @@ func listenTCP(addr string, o listenOpts) (int, netip.AddrPort, error) {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.rcvBuf); err != nil {
 			return fail("setsockopt SO_RCVBUF", err)
 		}
+	}
+	if err := listenHook(fd); err != nil {
+		return fail("setsockopt", err)
 	}
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind", err)
