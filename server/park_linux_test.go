@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -10,22 +9,6 @@ import (
 
 	"github.com/sluicenet/sluice/protocol"
 )
-
-// gatedPool is a PoolHandler that holds each frame until release is
-// closed, then echoes it.
-type gatedPool struct{ release chan struct{} }
-
-func (h gatedPool) ServeFrame(ctx context.Context, c *Conn, frame []byte) Action {
-	select {
-	case <-h.release:
-	case <-ctx.Done():
-		return None
-	}
-	if err := c.WriteFrame(frame); err != nil {
-		c.CloseWithError(err)
-	}
-	return None
-}
 
 // TestLoopParksWhilePoolBusy: an epoll loop that sleeps while the pool has
 // a task sleeps in Go's netpoller ("IO wait"), which frees its P at once
@@ -35,7 +18,7 @@ func (h gatedPool) ServeFrame(ctx context.Context, c *Conn, frame []byte) Action
 // later: with one P, a pool at 20 ms of work per frame served 24 frames/s
 // where the loop alone served 43 (docs/OVERLOAD.md).
 func TestLoopParksWhilePoolBusy(t *testing.T) {
-	h := gatedPool{release: make(chan struct{})}
+	h := &poolHandler{release: make(chan struct{})}
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Backend: BackendEpoll,
 		Pool: PoolConfig{Handler: h, Workers: 1}}, HandlerFuncs{})
 	if e.Backend() != BackendEpoll {

@@ -464,10 +464,12 @@ func spin(d time.Duration) {
 	}
 }
 
-// poolHandler sleeps for the frame's first byte × 10 ms ('0'..'9') then
-// echoes; it records the deadline it saw.
+// poolHandler sleeps for the frame's first byte × 10 ms ('0'..'9'), waits
+// for release to be closed when it is set, then echoes; it records the
+// deadline it saw.
 type poolHandler struct {
 	deadlines chan time.Duration
+	release   chan struct{}
 }
 
 func (h *poolHandler) ServeFrame(ctx context.Context, c *Conn, frame []byte) Action {
@@ -480,6 +482,13 @@ func (h *poolHandler) ServeFrame(ctx context.Context, c *Conn, frame []byte) Act
 	if len(frame) > 0 && frame[0] >= '0' && frame[0] <= '9' {
 		select {
 		case <-time.After(time.Duration(frame[0]-'0') * 10 * time.Millisecond):
+		case <-ctx.Done():
+			return None
+		}
+	}
+	if h.release != nil {
+		select {
+		case <-h.release:
 		case <-ctx.Done():
 			return None
 		}

@@ -31,11 +31,7 @@ func newEchoRig(t testing.TB, size int) *echoRig {
 	e := newEchoLoop(t, r, lfd, 16, 4096)
 	cfd := dialRaw(t, addr)
 	e.until(func() bool { return e.accepted == 1 })
-	g := &echoRig{e: e, cfd: cfd, msg: make([]byte, size), back: make([]byte, size)}
-	for i := range g.msg {
-		g.msg[i] = byte(i)
-	}
-	return g
+	return &echoRig{e: e, cfd: cfd, msg: pattern(size), back: make([]byte, size)}
 }
 
 // cycle echoes one message: the client writes it, the loop turns until its

@@ -118,6 +118,16 @@ func acceptPair(t testing.TB) (int, net.Conn) {
 	return fd, c
 }
 
+// pattern returns n bytes counting up from 0 (wrapping), so that a
+// reordered or dropped byte shows.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return b
+}
+
 // waitCQEs submits and collects completions until done reports true for the
 // completions seen so far, failing the test after testDeadline.
 func waitCQEs(t testing.TB, r *uring.Ring, done func([]uring.CQE) bool) []uring.CQE {

@@ -294,10 +294,7 @@ func TestENOBUFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := make([]byte, 100)
-	for i := range msg {
-		msg[i] = byte(i)
-	}
+	msg := pattern(100)
 	if _, err := client.Write(msg); err != nil {
 		t.Fatal(err)
 	}
@@ -372,10 +369,7 @@ func TestMultishotLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := make([]byte, 64)
-	for i := range msg {
-		msg[i] = byte(i)
-	}
+	msg := pattern(64)
 	tag := uring.Pack(kindRecv, 0, 1)
 	arm := func() {
 		s, err := r.PrepRecvMultishot(fd, br.Group(), 0, tag)
