@@ -127,11 +127,11 @@ func (p *poller) wait(block bool) (int, error) {
 	return p.ep.wait(block)
 }
 
-// park is wait(true) that releases the P while it sleeps (epoll: see
-// epollPoller.park; io_uring: wait(true)).
+// park is wait(true) that releases the P while it sleeps (see
+// epollPoller.park and uringPoller.park).
 func (p *poller) park() (int, error) {
 	if p.ur != nil {
-		return p.ur.wait(true)
+		return p.ur.park()
 	}
 	return p.ep.park()
 }

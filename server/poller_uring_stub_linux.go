@@ -19,6 +19,7 @@ func (p *uringPoller) add(fd int, ev, tag uint32) error     { return ErrUnsuppor
 func (p *uringPoller) mod(fd int, ev, tag uint32) error     { return ErrUnsupported }
 func (p *uringPoller) del(fd int) error                     { return ErrUnsupported }
 func (p *uringPoller) wait(block bool) (int, error)         { return 0, ErrUnsupported }
+func (p *uringPoller) park() (int, error)                   { return 0, ErrUnsupported }
 func (p *uringPoller) event(i int) (fd int, tag, ev uint32) { return -1, 0, 0 }
 func (p *uringPoller) wake() error                          { return ErrUnsupported }
 func (p *uringPoller) armTimer(afterNanos int64) error      { return ErrUnsupported }

@@ -31,6 +31,8 @@ const (
 	sqTaskrun    = 1 << 2
 
 	registerProbe         = 8
+	registerEventfd       = 4
+	cqEventfdDisabled     = 1 << 0 // IORING_CQ_EVENTFD_DISABLED, in the CQ ring's flags
 	registerPbufRing      = 22
 	unregisterPbufRing    = 23
 	probeOpSupported      = 1 << 0

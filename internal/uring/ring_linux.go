@@ -31,9 +31,9 @@ type Ring struct {
 	sqes                    []SQE
 	sqeTail                 uint32 // next SQE to hand out; published to *sqTail by flush
 
-	cqHead, cqTail *uint32
-	cqMask         uint32
-	cqes           []CQE
+	cqHead, cqTail, cqFlags *uint32
+	cqMask                  uint32
+	cqes                    []CQE
 
 	// Per-SQE-slot scratch the kernel reads at submission: a prep method
 	// stores what the SQE points at in the slot of that SQE, which is not
@@ -142,6 +142,7 @@ func (r *Ring) mmap(p *params) error {
 
 	r.cqHead = (*uint32)(unsafe.Add(cq, p.cqOff.head))
 	r.cqTail = (*uint32)(unsafe.Add(cq, p.cqOff.tail))
+	r.cqFlags = (*uint32)(unsafe.Add(cq, p.cqOff.flags))
 	r.cqMask = *(*uint32)(unsafe.Add(cq, p.cqOff.ringMask))
 	r.cqes = unsafe.Slice((*CQE)(unsafe.Add(cq, p.cqOff.cqes)), p.cqEntries)
 
@@ -241,6 +242,45 @@ func (r *Ring) cancelAll() error {
 		}
 	}
 	return nil
+}
+
+// RegisterEventfd has the kernel signal the eventfd fd when the ring has
+// completion work for its owner (IORING_REGISTER_EVENTFD), so the owner can
+// sleep elsewhere than in io_uring_enter, for example in Go's netpoller,
+// which watches the eventfd; the work is then collected with Submit. Under
+// FeatDeferTaskrun the signal comes when the kernel queues the task work
+// that posts a completion (the completion itself waits for the next
+// io_uring_enter), once for each time that queue goes from empty to
+// non-empty; otherwise when a completion is posted. A signal raised inside
+// another eventfd's wake-up (an operation that an eventfd write completes,
+// such as a poll on a second eventfd) is deferred by the kernel to an RCU
+// callback: 22 ms, or more than 200 ms, on 6.18 (TestRegisterEventfd), so
+// an owner sleeping on the eventfd must be woken directly by such writers.
+// Signals start enabled; see
+// EventfdSignals. One eventfd per ring; the kernel drops it at Close.
+func (r *Ring) RegisterEventfd(fd int) error {
+	if r.closed {
+		return ErrClosed
+	}
+	v := int32(fd)
+	return r.register(registerEventfd, unsafe.Pointer(&v), 1)
+}
+
+// EventfdSignals turns the registered eventfd's signals on or off
+// (IORING_CQ_EVENTFD_DISABLED, a flag in the shared completion ring, so no
+// system call): off while the owner does not sleep on the eventfd spares
+// the kernel an eventfd wake-up per signal.
+func (r *Ring) EventfdSignals(on bool) {
+	if r.closed {
+		return
+	}
+	f := atomic.LoadUint32(r.cqFlags)
+	if on {
+		f &^= cqEventfdDisabled
+	} else {
+		f |= cqEventfdDisabled
+	}
+	atomic.StoreUint32(r.cqFlags, f)
 }
 
 // Fd returns the ring's descriptor (for IORING_OP_MSG_RING from another
