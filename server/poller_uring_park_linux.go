@@ -4,7 +4,6 @@ package server
 
 import (
 	"os"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,7 +24,10 @@ import (
 // RCU callback, 22 ms or more; TestRegisterEventfd), so wake also writes
 // the park eventfd while the loop is parked (parked, read by wake after its
 // own write, so that a wake-up that misses it is one the loop's first
-// non-blocking wait collects). If the eventfd cannot be set up or
+// non-blocking wait collects). The eventfd's counter is never read: Go's
+// netpoller watches it edge-triggered and every signal or write is a new
+// edge, and a read per wake-up made the pool's admitted p99 at 200 µs of
+// work and 5x 3-9% worse in 2 of 3 paired rounds by hand. If the eventfd cannot be set up or
 // registered, park is wait(true).
 func (p *uringPoller) park() (int, error) {
 	if p.noPark || p.ring == nil {
@@ -42,8 +44,6 @@ func (p *uringPoller) park() (int, error) {
 	var n int
 	var werr error
 	err := p.parkConn.Read(func(uintptr) bool {
-		var b [8]byte
-		_, _, _ = unix.RawSyscall(unix.SYS_READ, uintptr(p.parkfd), uintptr(unsafe.Pointer(&b[0])), 8)
 		n, werr = p.wait(false)
 		return n > 0 || werr != nil
 	})
