@@ -2,7 +2,6 @@ package server
 
 import (
 	"os"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,12 +31,11 @@ type epollPoller struct {
 	opened  bool // the fds above are valid or -1 (the zero poller holds none)
 	events  []unix.EpollEvent
 
-	// parkFile is a duplicate of epfd registered with Go's netpoller,
-	// for park; opened on first use. noPark: it could not be (park is
-	// then wait(true)).
-	parkFile *os.File
-	parkConn syscall.RawConn
-	noPark   bool
+	// pk parks the loop on a duplicate of epfd registered with Go's
+	// netpoller (park); opened on first use. noPark: it could not be
+	// (park is then wait(true)).
+	pk     parker
+	noPark bool
 }
 
 func (p *epollPoller) open(maxEvents int) error {
@@ -113,8 +111,8 @@ func (p *epollPoller) wait(block bool) (int, error) {
 }
 
 // park is a blocking wait that releases the loop's P while it sleeps: the
-// goroutine parks in Go's netpoller on a duplicate of the epoll fd (an
-// epoll set is readable while it has events) and polls the set without
+// goroutine parks in Go's netpoller (parker) on a duplicate of the epoll fd
+// (an epoll set is readable while it has events) and polls the set without
 // blocking when woken. A blocking epoll_pwait keeps the P in its syscall
 // until sysmon retakes it, one sysmon tick later (up to 10 ms once sysmon
 // has backed off); a pool worker that shares the P (a loop per P, the
@@ -124,29 +122,22 @@ func (p *epollPoller) park() (int, error) {
 	if p.noPark {
 		return p.wait(true)
 	}
-	if p.parkConn == nil {
+	if !p.pk.opened() {
 		if err := p.openPark(); err != nil {
 			p.noPark = true
 			return p.wait(true)
 		}
 	}
-	var n int
-	var werr error
-	if err := p.parkConn.Read(func(uintptr) bool {
-		n, werr = p.wait(false)
-		return n > 0 || werr != nil
-	}); err != nil {
-		// not pollable after all: the netpoller refused it
+	n, err, ok := p.pk.wait()
+	if !ok { // not pollable after all: the netpoller refused it
 		p.noPark = true
-		p.parkFile.Close()
-		p.parkFile, p.parkConn = nil, nil
+		p.pk.close()
 		return p.wait(true)
 	}
-	return n, werr
+	return n, err
 }
 
-// openPark duplicates epfd, non-blocking, into an *os.File that the
-// runtime's netpoller watches.
+// openPark duplicates epfd, non-blocking, for the parker.
 func (p *epollPoller) openPark() error {
 	fd, err := unix.FcntlInt(uintptr(p.epfd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
@@ -156,14 +147,7 @@ func (p *epollPoller) openPark() error {
 		unix.Close(fd)
 		return err
 	}
-	f := os.NewFile(uintptr(fd), "sluice-epoll")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	p.parkFile, p.parkConn = f, rc
-	return nil
+	return p.pk.open(fd, "sluice-epoll", func() (int, error) { return p.wait(false) })
 }
 
 func (p *epollPoller) event(i int) (fd int, tag, ev uint32) {
@@ -173,7 +157,9 @@ func (p *epollPoller) event(i int) (fd int, tag, ev uint32) {
 
 var wakeValue = uint64(1)
 
-// wake adds 1 to the eventfd: a new edge for the loop's epoll set.
+// wake adds 1 to the eventfd: a new edge for the loop's epoll set; and
+// a loop parked in the netpoller is made runnable on the caller's P
+// (parker.kick).
 func (p *epollPoller) wake() error {
 	if !p.opened {
 		return nil
@@ -183,6 +169,7 @@ func (p *epollPoller) wake() error {
 	if errno != 0 && errno != unix.EAGAIN { // EAGAIN: counter saturated, a wake-up is pending anyway
 		return os.NewSyscallError("write", errno)
 	}
+	p.pk.kick()
 	return nil
 }
 
@@ -206,10 +193,7 @@ func (p *epollPoller) close() {
 		return
 	}
 	p.opened = false
-	if p.parkFile != nil {
-		p.parkFile.Close()
-		p.parkFile, p.parkConn = nil, nil
-	}
+	p.pk.close()
 	for _, fd := range []*int{&p.wakefd, &p.timerfd, &p.epfd} {
 		if *fd >= 0 {
 			unix.Close(*fd)

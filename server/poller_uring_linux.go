@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -80,13 +78,9 @@ type uringPoller struct {
 	niovs      int            // iovs in use since the last submission
 
 	// park (poller_uring_park_linux.go): an eventfd the ring signals,
-	// watched by Go's netpoller; opened on first use. parked is read by
-	// wake on other goroutines.
-	parkFile *os.File
-	parkConn syscall.RawConn
-	parkfd   int
-	noPark   bool
-	parked   atomic.Bool
+	// watched by Go's netpoller; opened on first use.
+	pk     parker
+	noPark bool
 }
 
 // uringEvent is one event of the last wait, as event(i) returns it.
@@ -132,7 +126,7 @@ const (
 const uringEntries = 256
 
 func (p *uringPoller) open(maxEvents int) error {
-	p.timerfd, p.wakefd, p.parkfd, p.opened, p.maxEvents = -1, -1, -1, true, maxEvents
+	p.timerfd, p.wakefd, p.opened, p.maxEvents = -1, -1, true, maxEvents
 	var err error
 	if p.timerfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
 		p.timerfd = -1

@@ -17,48 +17,40 @@ import (
 //
 // The ring signals an eventfd (IORING_REGISTER_EVENTFD) when it has
 // completion work, and the loop goroutine parks in Go's netpoller on that
-// eventfd; when woken it collects the work with a non-blocking wait. The
-// signals are switched off (a flag in the ring's memory) outside park, so
-// the ordinary blocking wait costs nothing more. A poll that an eventfd
-// write completes (wake's own eventfd) is signalled late by the kernel (an
-// RCU callback, 22 ms or more; TestRegisterEventfd), so wake also writes
-// the park eventfd while the loop is parked (parked, read by wake after its
-// own write, so that a wake-up that misses it is one the loop's first
-// non-blocking wait collects). The eventfd's counter is never read: Go's
-// netpoller watches it edge-triggered and every signal or write is a new
-// edge, and a read per wake-up made the pool's admitted p99 at 200 µs of
-// work and 5x 3-9% worse in 2 of 3 paired rounds by hand. If the eventfd cannot be set up or
-// registered, park is wait(true).
+// eventfd (parker); when woken it collects the work with a non-blocking
+// wait. The signals are switched off (a flag in the ring's memory) outside
+// park, so the ordinary blocking wait costs nothing more. The eventfd's
+// counter is never read: the netpoller watches it edge-triggered and every
+// signal is a new edge (a read per wake-up made the pool's admitted p99 at
+// 200 µs of work and 5x 3-9% worse in 2 of 3 paired rounds by hand). A poll
+// that an eventfd write completes (wake's own eventfd) is signalled late by
+// the kernel, or not at all (an RCU callback: 22 ms, or more than 200 ms;
+// TestRegisterEventfd), so wake kicks the parked loop itself
+// (parker.kick). If the eventfd cannot be set up or registered, park is
+// wait(true).
 func (p *uringPoller) park() (int, error) {
 	if p.noPark || p.ring == nil {
 		return p.wait(true)
 	}
-	if p.parkConn == nil {
+	if !p.pk.opened() {
 		if err := p.openPark(); err != nil {
 			p.noPark = true
 			return p.wait(true)
 		}
 	}
 	p.ring.EventfdSignals(true)
-	p.parked.Store(true)
-	var n int
-	var werr error
-	err := p.parkConn.Read(func(uintptr) bool {
-		n, werr = p.wait(false)
-		return n > 0 || werr != nil
-	})
-	p.parked.Store(false)
+	n, err, ok := p.pk.wait()
 	p.ring.EventfdSignals(false)
-	if err != nil {
-		p.noPark = true // the netpoller refused the eventfd
-		p.closePark()
+	if !ok { // the netpoller refused the eventfd
+		p.noPark = true
+		p.pk.close()
 		return p.wait(true)
 	}
-	return n, werr
+	return n, err
 }
 
 // openPark creates the park eventfd, registers it with the ring (signals
-// off until park) and hands it to the runtime's netpoller.
+// off until park) and hands it to the parker.
 func (p *uringPoller) openPark() error {
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -69,21 +61,5 @@ func (p *uringPoller) openPark() error {
 		return err
 	}
 	p.ring.EventfdSignals(false)
-	f := os.NewFile(uintptr(fd), "sluice-uring-park")
-	rc, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	p.parkFile, p.parkConn, p.parkfd = f, rc, fd
-	return nil
-}
-
-// closePark closes the park eventfd (the ring keeps its own reference to a
-// registered one until it is closed; its signals are off then).
-func (p *uringPoller) closePark() {
-	if p.parkFile != nil {
-		p.parkFile.Close()
-		p.parkFile, p.parkConn, p.parkfd = nil, nil, -1
-	}
+	return p.pk.open(fd, "sluice-uring-park", func() (int, error) { return p.wait(false) })
 }

@@ -15,9 +15,9 @@ import (
 // The io_uring backend's wake-up, timer and teardown, and the detection of
 // what the kernel offers.
 
-// wake adds 1 to the eventfd, a new edge for its multishot poll, and to
-// the park eventfd too while the loop is parked (see park: the ring's
-// signal for this poll comes late).
+// wake adds 1 to the eventfd, a new edge for its multishot poll, and kicks
+// a loop parked in the netpoller (see park: the ring's signal for this
+// poll comes late).
 func (p *uringPoller) wake() error {
 	if !p.opened {
 		return nil
@@ -27,13 +27,7 @@ func (p *uringPoller) wake() error {
 	if errno != 0 && errno != unix.EAGAIN {
 		return os.NewSyscallError("write", errno)
 	}
-	if p.parked.Load() {
-		_, _, errno = unix.RawSyscall(unix.SYS_WRITE, uintptr(p.parkfd),
-			uintptr(unsafe.Pointer(&wakeValue)), 8)
-		if errno != 0 && errno != unix.EAGAIN {
-			return os.NewSyscallError("write", errno)
-		}
-	}
+	p.pk.kick()
 	return nil
 }
 
@@ -55,7 +49,7 @@ func (p *uringPoller) close() {
 		return
 	}
 	p.opened = false
-	p.closePark()
+	p.pk.close()
 	if p.ring != nil {
 		p.ring.Close()
 		p.ring = nil
