@@ -57,6 +57,48 @@ func testLoopParks(t *testing.T, b Backend) {
 	waitLoopState(t, "syscall", "the pool is idle")
 }
 
+// TestParkedLoopReadsInput, on each backend: a loop parked while the pool
+// holds a frame is woken by input on another connection alone, with no
+// wake-up from another goroutine (which would kick it), from its first
+// park on: the io_uring ring's eventfd signals must be on while it sleeps.
+func TestParkedLoopReadsInput(t *testing.T) {
+	for _, b := range []Backend{BackendEpoll, BackendIOURing} {
+		t.Run(b.String(), func(t *testing.T) { testParkedLoopReads(t, b) })
+	}
+}
+
+func testParkedLoopReads(t *testing.T, b Backend) {
+	if _, err := uringUsable(); b == BackendIOURing && err != nil {
+		t.Skipf("io_uring backend unavailable: %v", err)
+	}
+	h := &poolHandler{release: make(chan struct{}), started: make(chan string, 4)}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Backend: b,
+		Pool: PoolConfig{Handler: h, Workers: 2, Unordered: true}}, HandlerFuncs{})
+	if e.Backend() != b {
+		t.Skipf("engine runs %v (%s=%s)", e.Backend(), backendEnv, os.Getenv(backendEnv))
+	}
+	c1, c2 := dial(t, e), dial(t, e)
+	defer close(h.release) // frees both workers at the end
+	if _, err := c1.Write([]byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	if f := <-h.started; f != "x" {
+		t.Fatalf("first frame %q", f)
+	}
+	waitLoopState(t, "IO wait", "the pool holds a frame")
+	if _, err := c2.Write([]byte("y\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case f := <-h.started:
+		if f != "y" {
+			t.Fatalf("second frame %q", f)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parked loop did not read the second connection's frame within 5 s")
+	}
+}
+
 // waitLoopState waits until the loop goroutine sleeps in the state want
 // (the scheduler's word in a goroutine dump), and fails after 5 s.
 func waitLoopState(t *testing.T, want, why string) {

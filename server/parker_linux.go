@@ -26,7 +26,7 @@ import (
 // (10 ms): with one P and 20 ms of work, bytes waited up to 20 ms in the
 // socket before the loop read them (p99 19.5 ms, the sluice_rxstamp build).
 //
-// Only the loop calls open, wait and close; kick may be called from any
+// Only the loop calls open, sleep and close; kick may be called from any
 // goroutine between open and close.
 type parker struct {
 	file   *os.File
@@ -35,8 +35,9 @@ type parker struct {
 	ready  func(uintptr) bool  // conn.Read's callback: poll, keeping its results
 	n      int
 	err    error
-	parked atomic.Bool // the loop is in wait; kick reads it
-	kicked atomic.Bool // a deadline may be set: wait clears it before parking
+	off    bool        // it could not be set up, or the netpoller refused it
+	parked atomic.Bool // the loop is in sleep; kick reads it
+	kicked atomic.Bool // a deadline may be set: sleep clears it before parking
 }
 
 // aLongTimeAgo is a deadline in the past: setting it wakes a waiting reader.
@@ -59,13 +60,21 @@ func (k *parker) open(fd int, name string, poll func() (int, error)) error {
 	return nil
 }
 
-// opened reports whether open succeeded and close has not run.
-func (k *parker) opened() bool { return k.file != nil }
-
-// wait polls, and while nothing is there sleeps in the netpoller until the
-// descriptor is readable or a kick comes. ok is false when the netpoller
-// refused the descriptor (nothing was waited for).
-func (k *parker) wait() (n int, err error, ok bool) {
+// sleep polls, and while nothing is there sleeps in the netpoller until
+// the descriptor is readable or a kick comes. open sets the parker up
+// (calling k.open) the first time. ok is false when the parker cannot be
+// used: open failed, or the netpoller refused the descriptor; it is then
+// off for good and the caller sleeps in its own blocking wait instead.
+func (k *parker) sleep(open func() error) (n int, err error, ok bool) {
+	if k.off {
+		return 0, nil, false
+	}
+	if k.file == nil {
+		if open() != nil {
+			k.off = true
+			return 0, nil, false
+		}
+	}
 	if k.kicked.Swap(false) {
 		_ = k.file.SetReadDeadline(time.Time{})
 	}
@@ -78,6 +87,8 @@ func (k *parker) wait() (n int, err error, ok bool) {
 		return n, err, true
 	}
 	if !errors.Is(rerr, os.ErrDeadlineExceeded) {
+		k.off = true // not pollable after all
+		k.close()
 		return 0, nil, false
 	}
 	k.kicked.Store(false)

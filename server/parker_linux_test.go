@@ -36,7 +36,7 @@ func TestParker(t *testing.T) {
 	park := func() chan result {
 		ch := make(chan result, 1)
 		go func() {
-			n, err, ok := k.wait()
+			n, err, ok := k.sleep(func() error { return nil })
 			if err != nil {
 				t.Error(err)
 			}

@@ -470,9 +470,16 @@ func spin(d time.Duration) {
 type poolHandler struct {
 	deadlines chan time.Duration
 	release   chan struct{}
+	started   chan string // if set, each frame as a worker starts it (buffered: never blocks the worker)
 }
 
 func (h *poolHandler) ServeFrame(ctx context.Context, c *Conn, frame []byte) Action {
+	if h.started != nil {
+		select {
+		case h.started <- string(frame):
+		default:
+		}
+	}
 	if d, ok := ctx.Deadline(); ok && h.deadlines != nil {
 		select {
 		case h.deadlines <- time.Until(d):

@@ -32,10 +32,8 @@ type epollPoller struct {
 	events  []unix.EpollEvent
 
 	// pk parks the loop on a duplicate of epfd registered with Go's
-	// netpoller (park); opened on first use. noPark: it could not be
-	// (park is then wait(true)).
-	pk     parker
-	noPark bool
+	// netpoller (park); opened on first use.
+	pk parker
 }
 
 func (p *epollPoller) open(maxEvents int) error {
@@ -119,22 +117,10 @@ func (p *epollPoller) wait(block bool) (int, error) {
 // default) waited that long each time the loop slept while it was
 // runnable. If the duplicate cannot be set up, park is wait(true).
 func (p *epollPoller) park() (int, error) {
-	if p.noPark {
-		return p.wait(true)
+	if n, err, ok := p.pk.sleep(p.openPark); ok {
+		return n, err
 	}
-	if !p.pk.opened() {
-		if err := p.openPark(); err != nil {
-			p.noPark = true
-			return p.wait(true)
-		}
-	}
-	n, err, ok := p.pk.wait()
-	if !ok { // not pollable after all: the netpoller refused it
-		p.noPark = true
-		p.pk.close()
-		return p.wait(true)
-	}
-	return n, err
+	return p.wait(true)
 }
 
 // openPark duplicates epfd, non-blocking, for the parker.

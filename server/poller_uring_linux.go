@@ -79,8 +79,7 @@ type uringPoller struct {
 
 	// park (poller_uring_park_linux.go): an eventfd the ring signals,
 	// watched by Go's netpoller; opened on first use.
-	pk     parker
-	noPark bool
+	pk parker
 }
 
 // uringEvent is one event of the last wait, as event(i) returns it.

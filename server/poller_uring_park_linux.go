@@ -29,28 +29,21 @@ import (
 // (parker.kick). If the eventfd cannot be set up or registered, park is
 // wait(true).
 func (p *uringPoller) park() (int, error) {
-	if p.noPark || p.ring == nil {
+	if p.ring == nil {
 		return p.wait(true)
-	}
-	if !p.pk.opened() {
-		if err := p.openPark(); err != nil {
-			p.noPark = true
-			return p.wait(true)
-		}
 	}
 	p.ring.EventfdSignals(true)
-	n, err, ok := p.pk.wait()
+	n, err, ok := p.pk.sleep(p.openPark)
 	p.ring.EventfdSignals(false)
-	if !ok { // the netpoller refused the eventfd
-		p.noPark = true
-		p.pk.close()
-		return p.wait(true)
+	if ok {
+		return n, err
 	}
-	return n, err
+	return p.wait(true)
 }
 
-// openPark creates the park eventfd, registers it with the ring (signals
-// off until park) and hands it to the parker.
+// openPark creates the park eventfd, registers it with the ring and hands
+// it to the parker. It runs inside the first park's sleep, with signals on
+// (a registration starts with them on; park turns them off after it).
 func (p *uringPoller) openPark() error {
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -60,6 +53,5 @@ func (p *uringPoller) openPark() error {
 		unix.Close(fd)
 		return err
 	}
-	p.ring.EventfdSignals(false)
 	return p.pk.open(fd, "sluice-uring-park", func() (int, error) { return p.wait(false) })
 }
