@@ -15,26 +15,36 @@ import (
 // the pool has a task sleeps in Go's netpoller ("IO wait": on a duplicate
 // of the epoll fd, or on the eventfd the ring signals), which frees its P
 // at once for the workers, and in its own epoll_pwait or io_uring_enter
-// ("syscall", no netpoller round trip) when the pool is idle. A P held in a blocking syscall is
-// handed to a runnable worker only when sysmon retakes it, up to 10 ms
-// later: with one P, a pool at 20 ms of work per frame served 24 frames/s
+// ("syscall", no netpoller round trip) when the pool is idle. A P held in
+// a blocking syscall is handed to a runnable worker only when sysmon
+// retakes it, up to 10 ms later: with one P, a pool at 20 ms of work per frame served 24 frames/s
 // where the loop alone served 43 (docs/OVERLOAD.md).
-func TestLoopParksWhilePoolBusy(t *testing.T) {
+func TestLoopParksWhilePoolBusy(t *testing.T) { poolOnEachBackend(t, testLoopParks) }
+
+// poolOnEachBackend runs test as a subtest per backend, each with a
+// one-loop engine of its own whose pool is pc (line-delimited frames); a
+// backend the kernel lacks, or that SLUICE_TEST_BACKEND overrides, is
+// skipped.
+func poolOnEachBackend(t *testing.T, test func(*testing.T, func(PoolConfig) *Engine)) {
 	for _, b := range []Backend{BackendEpoll, BackendIOURing} {
-		t.Run(b.String(), func(t *testing.T) { testLoopParks(t, b) })
+		t.Run(b.String(), func(t *testing.T) {
+			if _, err := uringUsable(); b == BackendIOURing && err != nil {
+				t.Skipf("io_uring backend unavailable: %v", err)
+			}
+			test(t, func(pc PoolConfig) *Engine {
+				e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Backend: b, Pool: pc}, HandlerFuncs{})
+				if e.Backend() != b {
+					t.Skipf("engine runs %v (%s=%s)", e.Backend(), backendEnv, os.Getenv(backendEnv))
+				}
+				return e
+			})
+		})
 	}
 }
 
-func testLoopParks(t *testing.T, b Backend) {
-	if _, err := uringUsable(); b == BackendIOURing && err != nil {
-		t.Skipf("io_uring backend unavailable: %v", err)
-	}
+func testLoopParks(t *testing.T, startPool func(PoolConfig) *Engine) {
 	h := &poolHandler{release: make(chan struct{})}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Backend: b,
-		Pool: PoolConfig{Handler: h, Workers: 1}}, HandlerFuncs{})
-	if e.Backend() != b {
-		t.Skipf("engine runs %v (%s=%s)", e.Backend(), backendEnv, os.Getenv(backendEnv))
-	}
+	e := startPool(PoolConfig{Handler: h, Workers: 1})
 	c := dial(t, e)
 	r := bufio.NewReader(c)
 	// Each round's reply needs a wake-up of the parked loop (the worker
@@ -61,22 +71,11 @@ func testLoopParks(t *testing.T, b Backend) {
 // holds a frame is woken by input on another connection alone, with no
 // wake-up from another goroutine (which would kick it), from its first
 // park on: the io_uring ring's eventfd signals must be on while it sleeps.
-func TestParkedLoopReadsInput(t *testing.T) {
-	for _, b := range []Backend{BackendEpoll, BackendIOURing} {
-		t.Run(b.String(), func(t *testing.T) { testParkedLoopReads(t, b) })
-	}
-}
+func TestParkedLoopReadsInput(t *testing.T) { poolOnEachBackend(t, testParkedLoopReads) }
 
-func testParkedLoopReads(t *testing.T, b Backend) {
-	if _, err := uringUsable(); b == BackendIOURing && err != nil {
-		t.Skipf("io_uring backend unavailable: %v", err)
-	}
+func testParkedLoopReads(t *testing.T, startPool func(PoolConfig) *Engine) {
 	h := &poolHandler{release: make(chan struct{}), started: make(chan string, 4)}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Backend: b,
-		Pool: PoolConfig{Handler: h, Workers: 2, Unordered: true}}, HandlerFuncs{})
-	if e.Backend() != b {
-		t.Skipf("engine runs %v (%s=%s)", e.Backend(), backendEnv, os.Getenv(backendEnv))
-	}
+	e := startPool(PoolConfig{Handler: h, Workers: 2, Unordered: true})
 	c1, c2 := dial(t, e), dial(t, e)
 	defer close(h.release) // frees both workers at the end
 	if _, err := c1.Write([]byte("x\n")); err != nil {
