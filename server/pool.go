@@ -250,12 +250,14 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 func (p *pool) worker() {
 	defer p.wg.Done()
 	yieldAt := p.e.clock()
+	rc := &reqCtx{p: p}
 	for {
 		t, v, ok := p.take()
 		if !ok {
 			return
 		}
-		if now := p.serve(&t, v); now-yieldAt >= poolYieldNanos {
+		var now int64
+		if now, rc = p.serve(&t, v, rc); now-yieldAt >= poolYieldNanos {
 			// let a loop that shares this P have it (see poolYieldNanos)
 			yieldAt = now
 			runtime.Gosched()
@@ -286,9 +288,11 @@ func (p *pool) starved() bool {
 	return p.n > 0 && p.running < p.cfg.Workers
 }
 
-// serve runs one task, or refuses it when it should not run any more. It
-// returns its last clock reading (the handler's end, for a served task).
-func (p *pool) serve(t *poolTask, v admission.Verdict) int64 {
+// serve runs one task with the worker's request context rc, or refuses it
+// when it should not run any more. It returns its last clock reading (the
+// handler's end, for a served task) and the request context for the
+// worker's next task.
+func (p *pool) serve(t *poolTask, v admission.Verdict, rc *reqCtx) (int64, *reqCtx) {
 	now := p.e.clock()
 	reason, retry := admission.ReasonNone, time.Duration(0)
 	p.mu.Lock()
@@ -306,18 +310,10 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) int64 {
 	served := reason == admission.ReasonNone
 	var took int64
 	if served {
-		ctx, cancel := p.ctx, context.CancelFunc(nil)
-		if t.deadline != 0 {
-			ctx, cancel = context.WithDeadline(p.ctx, p.e.timeAt(t.deadline))
-		}
-		if t.claim != nil {
-			ctx = context.WithValue(ctx, claimCtxKey{}, t.claim)
-		}
-		a := p.cfg.Handler.ServeFrame(ctx, t.c, t.buf.B)
+		rc = rc.begin(t.deadline, t.claim)
+		a := p.cfg.Handler.ServeFrame(rc, t.c, t.buf.B)
 		took = p.e.clock() - now
-		if cancel != nil {
-			cancel()
-		}
+		rc = rc.end()
 		switch a {
 		case Close:
 			t.c.Close()
@@ -331,7 +327,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict) int64 {
 	bytebufferpool.Put(t.buf)
 	t.buf = nil
 	p.finish(t, served, reason, took)
-	return now + took
+	return now + took, rc
 }
 
 // reject answers t off the loop with the codec's reject (through the

@@ -24,6 +24,13 @@ type BlockingHandler interface {
 	// is the pool's copy and is valid until ServeFrame returns. Replies go
 	// through c.Write or c.WriteFrame (the loop's inbox). Close closes the
 	// connection gracefully; Shutdown shuts the engine down.
+	//
+	// Like frame, ctx belongs to the call: the worker reuses it for its
+	// next frame, so that a frame costs no allocation, and it must not be
+	// used after ServeFrame returns. A context derived from it, or its Done
+	// channel, taken during the call is safe to keep: asking for Done gives
+	// this call a context of its own, cancelled when ServeFrame returns.
+	// Work that outlives the call needs its own context.
 	ServeFrame(ctx context.Context, c *Conn, frame []byte) Action
 }
 
