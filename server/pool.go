@@ -179,6 +179,7 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	}
 	t.buf = bytebufferpool.Get()
 	t.buf.B = append(t.buf.B[:0], frame...)
+	stageSubmit(c.fd, t.enq, l.now)
 	p.q[(p.head+p.n)%len(p.q)] = t
 	p.n++
 	p.busy.Add(1)
@@ -314,6 +315,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict, rc *reqCtx) (int64, *reqC
 		a := p.cfg.Handler.ServeFrame(rc, t.c, t.buf.B)
 		took = p.e.clock() - now
 		rc = rc.end()
+		stageServe(t.fd, now, now+took)
 		switch a {
 		case Close:
 			t.c.Close()
@@ -424,6 +426,7 @@ func (p *pool) stats() PoolStats {
 // longer in flight. A connection that reached end of file while its frames
 // were in the pool closes once the last one is done.
 func (l *loop) poolDone(t *task) {
+	stageDone(t.fd, l.now)
 	l.poolInflight--
 	c := l.conn(int(t.fd))
 	if c == nil || c.gen != t.gen || c.flags&fClosed != 0 {

@@ -1,4 +1,4 @@
-//go:build sluice_rxstamp
+//go:build sluice_rxstamp || sluice_stages
 
 package server
 
@@ -35,6 +35,10 @@ const (
 	rxBuckets     = 20_000
 )
 
+// rxNote, when set (the sluice_stages build), hears each stamped read's
+// wait by descriptor.
+var rxNote func(fd int, waitNanos int64)
+
 var (
 	rxHist     [rxBuckets]atomic.Uint64
 	rxReads    atomic.Uint64
@@ -67,6 +71,9 @@ func stampedRead(fd int, b []byte) (int, errno) {
 		if ts, ok := rxStamp(oob[:msg.Controllen]); ok {
 			rxStamped.Add(1)
 			w := max(time.Now().UnixNano()-ts, 0)
+			if rxNote != nil {
+				rxNote(fd, w)
+			}
 			rxHist[min(w/rxBucketNanos, rxBuckets-1)].Add(1)
 			for m := rxMaxNanos.Load(); w > m && !rxMaxNanos.CompareAndSwap(m, w); m = rxMaxNanos.Load() {
 			}
