@@ -1051,10 +1051,11 @@ func TestPoolFirstFrameNoLongCap(t *testing.T) {
 	}
 }
 
-// TestPoolPredictedWait: with a derived target, a frame that would wait
-// past the pool's cap C (twice the target) by Little's law, the frames
-// queued ahead of it times the service time over the workers, is refused
-// at submit (predictedLong); an empty queue always takes one; a fixed
+// TestPoolPredictedWait: with a derived target, a frame whose time in the
+// pool would pass the pool's cap C (twice the target) by Little's law, its
+// wait (the frames queued ahead of it and one in service, times the
+// service time, over the workers) plus its own service, is refused at
+// submit (predictedLong); an empty queue always takes one; a fixed
 // target, or no service time yet, predicts nothing. A frame held on its
 // loop past C gives way to a newer one of its connection (heldLong).
 func TestPoolPredictedWait(t *testing.T) {
@@ -1066,7 +1067,7 @@ func TestPoolPredictedWait(t *testing.T) {
 	p.svcNanos = int64(300 * time.Microsecond) // C = max(2 × 300 µs, 1.5 ms) = 1.5 ms
 	p.deriveLocked()
 	for n := 0; n <= 6; n++ {
-		want := n*300 > 1500 // µs of work ahead against C
+		want := n > 0 && (n+1)*300+300 > 1500 // µs in the pool against C
 		if got := p.predictedLong(); got != want {
 			t.Errorf("%d queued of 300 µs, one worker: predictedLong %v, want %v", n, got, want)
 		}
@@ -1074,7 +1075,11 @@ func TestPoolPredictedWait(t *testing.T) {
 	}
 	p.cfg.Workers = 2 // twice the workers: the same queue waits half as long
 	if p.predictedLong() {
-		t.Errorf("7 queued of 300 µs over 2 workers (1.05 ms) predicted past C")
+		t.Errorf("7 queued of 300 µs over 2 workers (1.2 ms of wait, 1.5 ms in the pool) predicted past C")
+	}
+	queueTasks(p, poolTask{fd: 7, enq: now})
+	if !p.predictedLong() {
+		t.Errorf("8 queued of 300 µs over 2 workers (1.35 ms of wait, 1.65 ms in the pool) not predicted past C")
 	}
 	// A frame held on its loop past C yields to a newer one (heldLong).
 	us := int64(time.Microsecond)

@@ -77,21 +77,30 @@ func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim) {
 	p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, p.shedAfter()))
 }
 
-// predictedLong reports whether a frame queued now would wait past the
-// pool's cap C (twice CoDel's target) before a worker takes it, by Little's
-// law: the frames ahead of it times the service time, over the workers.
-// Such a frame is refused at once, on the loop, instead of waiting its way
-// to a refusal or a late answer: CoDel alone judges a frame only as it
-// leaves the queue, so with every ordered connection holding one frame in
-// the queue (64 connections, one worker, 200 µs of work: 13 ms of queue)
-// the admitted p99 at 5x was 35 ms. Only with a derived target, once the
-// service time is known; an empty queue always takes the frame. p.mu is
-// held.
+// predictedLong reports whether a frame queued now would spend more than
+// the pool's cap C (twice CoDel's target) in the pool, by Little's law:
+// its wait, the frames queued ahead of it and one in service (whose
+// residual the pool does not know, so a whole service) times the service
+// time over the workers, plus its own service. Such a frame is refused at
+// once, on the loop, instead of waiting its way to a refusal or a late
+// answer: CoDel alone judges a frame only as it leaves the queue, so with
+// every ordered connection holding one frame in the queue (64
+// connections, one worker, 200 µs of work: 13 ms of queue) the admitted
+// p99 at 5x was 35 ms. Bounding the wait alone by C (the frames ahead
+// times S against C) let a frame queue for up to 3·S behind one in
+// service and two ahead: with 20 ms handlers on one worker the admitted
+// p99 at 5x was 93 ms against 25 ms at half load, with its wait in the
+// queue, the sluice_stages build showed (p99 59 ms); bounding the time in
+// the pool brought it to 55-56 ms, and at 2 ms from 9.7-9.9 to 4.9 ms,
+// with the same goodput (docs/OVERLOAD.md). Only with a derived target,
+// once the service time is known; an empty queue always takes the frame.
+// p.mu is held.
 func (p *pool) predictedLong() bool {
-	if !p.auto || p.svcNanos == 0 || p.codel == nil {
+	if !p.auto || p.svcNanos == 0 || p.codel == nil || p.n == 0 {
 		return false
 	}
-	return int64(p.n)*p.svcNanos > int64(p.shedAfter())*int64(p.cfg.Workers)
+	w := int64(p.cfg.Workers)
+	return int64(p.n+1)*p.svcNanos+p.svcNanos*w > int64(p.shedAfter())*w
 }
 
 // heldLong reports whether a frame held wait nanoseconds on its loop
