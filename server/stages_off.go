@@ -1,4 +1,4 @@
-//go:build !sluice_stages
+//go:build !sluice_stages || !linux
 
 package server
 
