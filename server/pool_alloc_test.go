@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -205,17 +204,7 @@ func BenchmarkPoolEcho(b *testing.B) {
 			e := start(b, Config{Loops: 1, Codec: protocolLength(),
 				Pool: PoolConfig{Handler: poolEcho{}, Workers: conns, Unordered: true}},
 				HandlerFuncs{})
-			const depth, size = 16, 64
-			out := pipelined(depth, size)
-			clients := make([]net.Conn, conns)
-			for i := range clients {
-				clients[i] = dial(b, e)
-			}
-			rounds := (b.N + conns*depth - 1) / (conns * depth)
-			b.ReportAllocs()
-			b.SetBytes(size)
-			b.ResetTimer()
-			roundTrips(b, clients, out, rounds)
+			echoBench(b, e, conns)
 		})
 	}
 }

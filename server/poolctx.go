@@ -39,7 +39,7 @@ type reqCtx struct {
 func (r *reqCtx) begin(deadline int64, claim *poolClaim) *reqCtx {
 	r.mu.Lock()
 	if r.std != nil {
-		r.retireLocked()
+		r.cancel()
 		r.mu.Unlock()
 		r = &reqCtx{p: r.p}
 		r.mu.Lock()
@@ -56,16 +56,12 @@ func (r *reqCtx) end() *reqCtx {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.std != nil {
-		r.retireLocked()
+		r.cancel() // its fields stay, so a late reader sees this request, cancelled
 		return &reqCtx{p: r.p}
 	}
 	r.deadline, r.claim = 0, nil
 	return r
 }
-
-// retireLocked cancels r's standard context; its fields stay as they were,
-// so a late reader sees the request r served, cancelled.
-func (r *reqCtx) retireLocked() { r.cancel() }
 
 // Deadline returns the request's deadline.
 func (r *reqCtx) Deadline() (time.Time, bool) {
