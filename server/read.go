@@ -269,6 +269,7 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 		l.act(c, l.h.OnFrame(c, frame))
 		if s != nil && s.timed {
 			s.afterFrame()
+			stageHandled(c.fd, s.doneAt)
 		}
 	}
 	return nil, frames, nil

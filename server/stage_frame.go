@@ -100,6 +100,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 			return false
 		}
 		s.admitAt = t
+		stageAdmit(c.fd, s.since, t)
 		if slot >= 0 {
 			s.fair.admit(slot)
 		}

@@ -18,6 +18,16 @@ package server
 //	         inbox, the loop's wake-up and its P)
 //	server   held + queue + service + reply
 //
+// and for frames served inline (with an admission policy whose caps are
+// derived, so the handler is timed), a line "inline" with
+//
+//	kernel   as above
+//	queue    the frame's arrival bound (the loop's queueing delay) to its
+//	         admission
+//	service  the handler
+//	reply    the handler's end to the write(2) that carried the reply
+//	server   queue + service + reply
+//
 // as p50 and p99 of each, and the mean of each stage over the slowest 1%
 // of frames by server time (which stage makes the tail). It answers the
 // overload issue's open question of what the pool's admitted p99 with long
@@ -26,6 +36,7 @@ package server
 // the unordered pool's frames of one connection overwrite each other's.
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -49,6 +60,41 @@ var (
 	stageMu    sync.Mutex
 	stageFrame []stageRec // this second's served frames
 )
+
+// inlineRec is an inline frame's timeline on the loop's clock; one per
+// descriptor, the last admitted frame's (with pipelined frames, the reply
+// write times the last one).
+type inlineRec struct {
+	kernel, since, admit, end int64
+}
+
+var (
+	inlineNow   [stageFds]inlineRec // on the loop only
+	inlineFrame []stageRec          // this second's, as stageRec: enq = since, sub = start = admit, end, done = the write
+)
+
+func stageAdmit(fd int32, since, at int64) {
+	if fd >= 0 && fd < stageFds {
+		inlineNow[fd] = inlineRec{kernel: stageRx[fd].Load(), since: since, admit: at}
+	}
+}
+
+func stageHandled(fd int32, end int64) {
+	if fd >= 0 && fd < stageFds && inlineNow[fd].admit != 0 {
+		inlineNow[fd].end = end
+	}
+}
+
+func stageFlushed(fd int32, now int64) {
+	if fd < 0 || fd >= stageFds || inlineNow[fd].end == 0 {
+		return
+	}
+	r := inlineNow[fd]
+	inlineNow[fd] = inlineRec{}
+	stageMu.Lock()
+	inlineFrame = append(inlineFrame, stageRec{kernel: r.kernel, enq: r.since, sub: r.admit, start: r.admit, end: r.end, done: now})
+	stageMu.Unlock()
+}
 
 func init() {
 	rxNote = func(fd int, w int64) {
@@ -88,56 +134,59 @@ func stageDone(fd int32, now int64) {
 	stageMu.Unlock()
 }
 
-// stageReport prints each second's breakdown.
+// stageReport prints each second's breakdowns.
 func stageReport() {
 	for range time.Tick(time.Second) {
 		stageMu.Lock()
-		recs := stageFrame
-		stageFrame = nil
+		pooled, inline := stageFrame, inlineFrame
+		stageFrame, inlineFrame = nil, nil
 		stageMu.Unlock()
-		if len(recs) == 0 {
-			continue
+		if len(pooled) > 0 {
+			stageLine("stages", "served", pooled, []string{"kernel", "held", "queue", "service", "reply", "server"},
+				func(r stageRec) []int64 {
+					return []int64{r.kernel, r.sub - r.enq, r.start - r.sub, r.end - r.start, r.done - r.end, r.done - r.enq}
+				})
 		}
-		const (
-			kKernel = iota
-			kHeld
-			kQueue
-			kService
-			kReply
-			kServer
-			kinds
-		)
-		names := [kinds]string{"kernel", "held", "queue", "service", "reply", "server"}
-		var cols [kinds][]int64
-		for _, r := range recs {
-			v := [kinds]int64{r.kernel, r.sub - r.enq, r.start - r.sub, r.end - r.start, r.done - r.end, r.done - r.enq}
-			for k := range v {
-				cols[k] = append(cols[k], v[k])
-			}
+		if len(inline) > 0 {
+			stageLine("inline", "written", inline, []string{"kernel", "queue", "service", "reply", "server"},
+				func(r stageRec) []int64 {
+					return []int64{r.kernel, r.sub - r.enq, r.end - r.start, r.done - r.end, r.done - r.enq}
+				})
 		}
-		// the slowest 1% by server time (at least one frame)
-		order := make([]int, len(recs))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int { return int(cols[kServer][b] - cols[kServer][a]) })
-		tail := order[:max(1, len(order)/100)]
-		line := fmt.Sprintf("stages served=%d", len(recs))
-		for k := range cols {
-			s := slices.Clone(cols[k])
-			slices.Sort(s)
-			line += fmt.Sprintf(" %s=%v/%v", names[k], ms(s[len(s)/2]), ms(s[len(s)*99/100]))
-		}
-		line += " | slowest 1%:"
-		for k := range cols {
-			var sum int64
-			for _, i := range tail {
-				sum += cols[k][i]
-			}
-			line += fmt.Sprintf(" %s=%v", names[k], ms(sum/int64(len(tail))))
-		}
-		fmt.Fprintln(os.Stderr, line)
 	}
+}
+
+// stageLine prints p50/p99 of each stage of recs (the last is the total it
+// sorts by) and each stage's mean over the slowest 1% by that total.
+func stageLine(title, count string, recs []stageRec, names []string, stages func(stageRec) []int64) {
+	cols := make([][]int64, len(names))
+	for _, r := range recs {
+		for k, v := range stages(r) {
+			cols[k] = append(cols[k], v)
+		}
+	}
+	total := cols[len(cols)-1]
+	order := make([]int, len(recs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(total[b], total[a]) })
+	tail := order[:max(1, len(order)/100)]
+	line := fmt.Sprintf("%s %s=%d", title, count, len(recs))
+	for k := range cols {
+		s := slices.Clone(cols[k])
+		slices.Sort(s)
+		line += fmt.Sprintf(" %s=%v/%v", names[k], ms(s[len(s)/2]), ms(s[len(s)*99/100]))
+	}
+	line += " | slowest 1%:"
+	for k := range cols {
+		var sum int64
+		for _, i := range tail {
+			sum += cols[k][i]
+		}
+		line += fmt.Sprintf(" %s=%v", names[k], ms(sum/int64(len(tail))))
+	}
+	fmt.Fprintln(os.Stderr, line)
 }
 
 // ms rounds nanos to 0.1 ms for the report.

@@ -8,3 +8,6 @@ package server
 func stageSubmit(fd int32, enq, sub int64)  {}
 func stageServe(fd int32, start, end int64) {}
 func stageDone(fd int32, now int64)         {}
+func stageAdmit(fd int32, since, at int64)  {}
+func stageHandled(fd int32, end int64)      {}
+func stageFlushed(fd int32, now int64)      {}
