@@ -10,4 +10,4 @@ func stageServe(fd int32, start, end int64) {}
 func stageDone(fd int32, now int64)         {}
 func stageAdmit(fd int32, since, at int64)  {}
 func stageHandled(fd int32, end int64)      {}
-func stageFlushed(fd int32, now int64)      {}
+func stageFlushed(l *loop, fd int32)        {}

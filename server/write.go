@@ -106,7 +106,7 @@ func (l *loop) flushConn(c *Conn) {
 	n, res, err := l.flusher.Flush(int(c.fd), &q.segs, l.cfg.FlushBudgetBytes)
 	l.st[cFlushes]++
 	if n > 0 {
-		stageFlushed(c.fd, l.e.clock())
+		stageFlushed(l, c.fd)
 		l.st[cBytesOut] += uint64(n)
 		c.outBytes -= n
 		l.bp.outBytes -= n
