@@ -87,8 +87,9 @@ func (k *parker) sleep(open func() error) (n int, err error, ok bool) {
 		return n, err, true
 	}
 	if !errors.Is(rerr, os.ErrDeadlineExceeded) {
-		k.off = true // not pollable after all
-		k.close()
+		// not pollable after all; the descriptor stays open until close,
+		// so a kick that saw parked just before cannot race its release
+		k.off = true
 		return 0, nil, false
 	}
 	k.kicked.Store(false)

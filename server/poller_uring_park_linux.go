@@ -29,7 +29,7 @@ import (
 // (parker.kick). If the eventfd cannot be set up or registered, park is
 // wait(true).
 func (p *uringPoller) park() (int, error) {
-	if p.ring == nil {
+	if p.ring == nil || p.pk.off {
 		return p.wait(true)
 	}
 	p.ring.EventfdSignals(true)
