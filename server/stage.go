@@ -268,10 +268,19 @@ func (s *stage) delayCap(p admission.Priority) (int64, admission.Reason) {
 // takes: the one conversion between the engine's clock and the seam's.
 func (s *stage) at(nanos int64) time.Time { return s.l.e.timeAt(nanos) }
 
-// opened gives a new connection its admission state.
+// opened gives a new connection its admission state. With queueing delay
+// on, the accept counts as a draining read: bytes already waiting are
+// reported by the next wait after the registration, as a fresh edge, and
+// bytes a deferral or a budget leaves unread keep the accept's turn as
+// their bound. (Without it, a connection's first bytes, read late off the
+// slow list, took the reading turn's bound and passed as fresh after
+// waiting out the deferral.)
 func (s *stage) opened(c *Conn) {
 	if s.perConn {
 		c.adm = &connStage{}
+		if s.shedDelay {
+			c.adm.drainedAt, c.adm.flags = s.l.now, sFresh
+		}
 	}
 }
 
