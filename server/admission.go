@@ -132,7 +132,7 @@ type AdmissionPolicy struct {
 	// adaptive timeout of Facebook's request queues with CoDel as its
 	// detector: the loop keeps an average of its handlers' service time per
 	// frame S (one more clock read per frame) and sets a short cap C =
-	// 2·S, at least 1.5 ms and at most 1 s, and a long cap L = max(8·C,
+	// 2·S, at least 0.7 ms and at most 1 s, and a long cap L = max(8·C,
 	// C + 2·RejectFlushDelay). While the loop has not been idle (asleep in
 	// epoll_wait for at least C/2) for max(100 ms, 5·C) — its queue has
 	// not been empty recently — a normal frame that waited more than C is

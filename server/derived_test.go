@@ -16,7 +16,7 @@ import (
 )
 
 // TestDerivedCapsByPriority: with MaxQueueDelay zero the stage derives its
-// caps from the service time (C = 2·S in [1.5 ms, 1 s], L = max(8·C,
+// caps from the service time (C = 2·S in [0.7 ms, 1 s], L = max(8·C,
 // C + 2·RejectFlushDelay), CoDel's target C/2), applies L to every frame
 // until a window in which the loop was busy 95% of the time or more (a
 // standing queue), and then C to normal frames, C/2 to best-effort ones and

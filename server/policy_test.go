@@ -1016,7 +1016,7 @@ func TestPoolLongCap(t *testing.T) {
 			cd.Target = 750 * time.Microsecond // what the derived one starts at
 		}
 		p, now := barePool(t, cd)
-		if derived { // as after serving frames of 100 µs: C 1.5 ms, long cap 12 ms
+		if derived { // as after serving frames of 100 µs: C at the floor (0.7 ms), long cap 8·C
 			p.svcNanos = int64(100 * time.Microsecond)
 			p.deriveLocked()
 		}
@@ -1064,27 +1064,33 @@ func TestPoolPredictedWait(t *testing.T) {
 	if p.predictedLong() {
 		t.Fatal("predicted a long wait before any frame was served")
 	}
-	p.svcNanos = int64(300 * time.Microsecond) // C = max(2 × 300 µs, 1.5 ms) = 1.5 ms
+	// Frames of S = C/5, C at the floor: with one worker a frame's time in
+	// the pool is (n+1)·S + S behind n queued frames and one in service.
+	svc := autoMinCapNanos / 5
+	p.svcNanos = svc
 	p.deriveLocked()
-	for n := 0; n <= 6; n++ {
-		want := n > 0 && (n+1)*300+300 > 1500 // µs in the pool against C
+	if c := int64(p.shedAfter()); c != autoMinCapNanos {
+		t.Fatalf("C %v for S %v, want the floor %v", time.Duration(c), time.Duration(svc), time.Duration(autoMinCapNanos))
+	}
+	for n := int64(0); n <= 6; n++ {
+		want := n > 0 && (n+1)*svc+svc > autoMinCapNanos // in the pool against C: from n = 4 on
 		if got := p.predictedLong(); got != want {
-			t.Errorf("%d queued of 300 µs, one worker: predictedLong %v, want %v", n, got, want)
+			t.Errorf("%d queued of C/5, one worker: predictedLong %v, want %v", n, got, want)
 		}
 		queueTasks(p, poolTask{fd: int32(n), enq: now})
 	}
 	p.cfg.Workers = 2 // twice the workers: the same queue waits half as long
 	if p.predictedLong() {
-		t.Errorf("7 queued of 300 µs over 2 workers (1.2 ms of wait, 1.5 ms in the pool) predicted past C")
+		t.Errorf("7 queued of C/5 over 2 workers (0.8·C of wait, C in the pool) predicted past C")
 	}
 	queueTasks(p, poolTask{fd: 7, enq: now})
 	if !p.predictedLong() {
-		t.Errorf("8 queued of 300 µs over 2 workers (1.35 ms of wait, 1.65 ms in the pool) not predicted past C")
+		t.Errorf("8 queued of C/5 over 2 workers (0.9·C of wait, 1.1·C in the pool) not predicted past C")
 	}
 	// A frame held on its loop past C yields to a newer one (heldLong).
-	us := int64(time.Microsecond)
-	if p.heldLong(1400*us) || !p.heldLong(1600*us) {
-		t.Errorf("heldLong at 1.4 ms %v, at 1.6 ms %v; want false, true (C = 1.5 ms)", p.heldLong(1400*us), p.heldLong(1600*us))
+	lo, hi := autoMinCapNanos*14/15, autoMinCapNanos*16/15
+	if p.heldLong(lo) || !p.heldLong(hi) {
+		t.Errorf("heldLong at %v %v, at %v %v; want false, true (C = %v)", time.Duration(lo), p.heldLong(lo), time.Duration(hi), p.heldLong(hi), time.Duration(autoMinCapNanos))
 	}
 	fixed, _ := barePool(t, &admission.CoDelConfig{Target: 750 * time.Microsecond, Interval: 100 * time.Millisecond})
 	fixed.svcNanos = int64(time.Millisecond)

@@ -14,7 +14,7 @@ import (
 // decides when the pool's queue is empty.
 
 // deriveLocked sets the pool CoDel's target from the average service time
-// S, as the loop derives its caps: C = 2·S in [1.5 ms, 1 s], target C/2, so
+// S, as the loop derives its caps: C = 2·S in [0.7 ms, 1 s], target C/2, so
 // while the queue is overloaded a frame that waited more than C is shed.
 func (p *pool) deriveLocked() {
 	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoMinCapNanos), autoMaxCapNanos) / 2))
@@ -55,7 +55,8 @@ func (p *pool) judge(now, enq int64) admission.Verdict {
 // capLong returns the long cap, 8·C for the pool's C (2 × CoDel's
 // target): the loop's L without its RejectFlushDelay term, which is for
 // refusals held on the loop (measured: 12 ms against 21.5 ms at the
-// 1.5 ms floor halved the admitted p99 at 200 µs of work, docs/OVERLOAD.md).
+// 1.5 ms floor C then had halved the admitted p99 at 200 µs of work,
+// docs/OVERLOAD.md).
 // 0 means none: without a derived target, and before the pool has served a
 // frame (its service time is unknown, and a first frame that waited
 // through a start-up stall is not a standing queue). p.mu is held.

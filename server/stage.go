@@ -164,8 +164,8 @@ func newStage(l *loop, sc stageConfig) *stage {
 
 // The derived queueing-delay caps (AdmissionPolicy.MaxQueueDelay zero).
 const (
-	autoCapPerService    = 2                              // C = 2 × the average service time
-	autoMinCapNanos      = int64(1500 * time.Microsecond) // C's floor: turn and syscall costs dominate below it
+	autoCapPerService    = 2                             // C = 2 × the average service time
+	autoMinCapNanos      = int64(700 * time.Microsecond) // C's floor: turn and syscall costs dominate below it
 	autoMaxCapNanos      = int64(time.Second)
 	autoLongCapFactor    = 8 // L = max(8 × C, C + 2 × RejectFlushDelay)
 	autoServiceShift     = 4 // the service time average weighs each frame 1/16
@@ -205,7 +205,7 @@ func (s *stage) noteIdle() {
 }
 
 // derive sets the caps and the loop CoDel's target from the average
-// service time: C = 2·S in [1.5 ms, 1 s], L = max(8·C, C + 2·RejectFlushDelay),
+// service time: C = 2·S in [0.7 ms, 1 s], L = max(8·C, C + 2·RejectFlushDelay),
 // CoDel's target C/2 (CoDel then only feeds the Admitter's overload signal;
 // the caps follow overloaded).
 func (s *stage) derive() {
