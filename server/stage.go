@@ -101,7 +101,7 @@ type stage struct {
 // the stage needs it (queueing delay, batched refusals, read charging).
 type connStage struct {
 	flags     stageFlag
-	drainedAt int64 // start of the last read that left the socket empty, with nothing held back; 0: none yet
+	drainedAt int64 // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
 	rejAt     int64 // when the first reject of a reject-only out-queue was queued
 	slowAt    int64 // when a connection on the slow list is read
 	nextLazy  *Conn

@@ -148,16 +148,13 @@ func (s *stage) parked(c *Conn) bool { return c.adm != nil && c.adm.flags&sSlow 
 // arrivalBound is the earliest moment the bytes c is about to dispatch
 // can have arrived (see AdmissionPolicy.MaxQueueDelay): the start of c's
 // last draining read and, when c was reported by this turn's events
-// (edge) with nothing unread since that read, the previous wait; the
-// turn's readySince for a connection never drained.
+// (edge) with nothing unread since that read, the previous wait. A
+// connection never read has its accept as that read (opened).
 func (s *stage) arrivalBound(c *Conn, edge bool) int64 {
 	a := c.adm
 	since := a.drainedAt
 	if edge && a.flags&sFresh != 0 && s.evBound > since {
 		since = s.evBound
-	}
-	if since == 0 {
-		since = s.readySince
 	}
 	return since
 }
