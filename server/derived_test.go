@@ -20,7 +20,7 @@ import (
 // C + 2·RejectFlushDelay), CoDel's target C/2), applies L to every frame
 // until a window in which the loop was busy 95% of the time or more (a
 // standing queue), and then C to normal frames, C/2 to best-effort ones and
-// L to critical ones. A fixed MaxQueueDelay and Off
+// L to critical ones, until a window busy less than 85% of the time. A fixed MaxQueueDelay and Off
 // keep the old meaning.
 func TestDerivedCapsByPriority(t *testing.T) {
 	newLoopStage := func(p AdmissionPolicy) *stage {
@@ -72,13 +72,33 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	check(admission.PriorityCritical, l, admission.ReasonCoDel)
 	check(admission.PriorityNormal, c, admission.ReasonCoDel)
 	check(admission.PriorityBestEffort, c/2, admission.ReasonCoDel)
-	l0.now = s.winEnd
-	l0.pace.slept, l0.pace.turnEnd = true, l0.now-(autoBusyNanos/2)
-	s.noteIdle()
+	// Hysteresis: a window asleep 10% of the time (clients that paused)
+	// keeps an overloaded loop overloaded; it would not have made a loop
+	// that was not overloaded so (below).
+	asleep := func(frac int64) {
+		l0.now = s.winEnd
+		l0.pace.slept, l0.pace.turnEnd = true, l0.now-(autoBusyNanos*frac/100)
+		s.noteIdle()
+	}
+	asleep(10)
+	if !s.overloaded() {
+		t.Fatal("an overloaded loop judged not overloaded after a window asleep 10% of the time")
+	}
+	check(admission.PriorityNormal, c, admission.ReasonCoDel)
+	asleep(50)
 	if s.overloaded() {
 		t.Fatal("a window asleep half the time judged overloaded")
 	}
 	check(admission.PriorityNormal, l, admission.ReasonQueue)
+	asleep(10)
+	if s.overloaded() {
+		t.Fatal("a loop not overloaded judged overloaded after a window asleep 10% of the time")
+	}
+	asleep(3)
+	if !s.overloaded() {
+		t.Fatal("a window asleep 3% of the time not judged overloaded")
+	}
+	asleep(50)
 	// Handlers back to fast: C returns to the floor.
 	for i := 0; i < 200; i++ {
 		s.admitAt = s.l.e.clock()
