@@ -8,8 +8,10 @@ import (
 )
 
 // acceptPhase accepts up to MaxAcceptPerTurn connections when the listener
-// was reported readable. The listener is level-triggered, so a backlog left
-// by the budget is reported again next turn.
+// was reported readable, through the poller (accept4 under epoll; under
+// io_uring the fds its multishot accept brought). The listener is
+// level-triggered (io_uring's queue is reported the same way), so a backlog
+// left by the budget is reported again next turn.
 func (l *loop) acceptPhase() {
 	if !l.lis.ready || !l.lis.in || !l.wantListen() {
 		return
@@ -24,7 +26,7 @@ func (l *loop) acceptPhase() {
 		if !l.e.reserveConn() {
 			return // at MaxConns; the loop that reached it closes the gate
 		}
-		fd, peer, en := sysAccept(l.lis.fd)
+		fd, peer, en := l.p.accept(l.lis.fd)
 		if en != 0 {
 			l.e.unreserveConn()
 			switch en {
@@ -105,7 +107,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 // acceptReject accepts one connection while the gate is rejecting and
 // refuses it at once (rejectConn). It reports whether to go on accepting.
 func (l *loop) acceptReject() bool {
-	fd, _, en := sysAccept(l.lis.fd)
+	fd, _, en := l.p.accept(l.lis.fd)
 	switch en {
 	case 0:
 		l.rejectConn(fd)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net/netip"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/ioflush"
@@ -62,6 +64,24 @@ func (p *poller) del(fd int) error {
 		return p.ur.del(fd)
 	}
 	return p.ep.del(fd)
+}
+
+// accept accepts one connection on the listener lfd: accept4 with epoll;
+// with io_uring the next fd its multishot accept brought (EAGAIN: none).
+func (p *poller) accept(lfd int) (int, netip.AddrPort, errno) {
+	if p.ur != nil {
+		return p.ur.accept(lfd)
+	}
+	return sysAccept(lfd)
+}
+
+// acceptQueued returns how many connections accept would hand over
+// without asking the kernel: io_uring's queue; 0 with epoll.
+func (p *poller) acceptQueued() int {
+	if p.ur != nil {
+		return p.ur.acceptQueued()
+	}
+	return 0
 }
 
 // forget is called just before a registered connection fd is closed.

@@ -43,36 +43,50 @@ func runChild(role string) int {
 	var netConns atomic.Int64 // netserve: connections accepted
 	switch role {
 	case "emfile", "serve", "emfile-policy":
-		var err error
-		cfg := Config{Loops: 1, AcceptRetryDelay: 100 * time.Millisecond}
-		if role == "emfile-policy" { // the admission gate pauses too (TestEMFILEPolicy)
-			cfg.Admission, err = childPolicy()
-			if err != nil {
-				fmt.Println("error", err)
-				return 1
+		begin := func() error {
+			var err error
+			cfg := Config{Loops: 1, AcceptRetryDelay: 100 * time.Millisecond}
+			if role == "emfile-policy" { // the admission gate pauses too (TestEMFILEPolicy)
+				if cfg.Admission, err = childPolicy(); err != nil {
+					return err
+				}
 			}
+			e, err = New(cfg, HandlerFuncs{
+				Frame: func(c *Conn, frame []byte) Action {
+					c.Write(frame)
+					return None
+				},
+			})
+			if err == nil {
+				err = e.Start()
+			}
+			if err == nil {
+				err = checkBackend(e)
+			}
+			return err
 		}
-		e, err = New(cfg, HandlerFuncs{
-			Frame: func(c *Conn, frame []byte) Action {
-				c.Write(frame)
-				return None
-			},
-		})
-		if err == nil {
-			err = e.Start()
-		}
-		if err == nil {
-			err = checkBackend(e)
-		}
-		if err != nil {
+		if err := begin(); err != nil {
 			fmt.Println("error", err)
 			return 1
 		}
-		addr = e.Addr().String()
 		if role != "serve" {
 			rssBytes() // opens a file: initialises the runtime's poller (two fds) while fds are plentiful
 			fds, _ := os.ReadDir("/proc/self/fd")
 			limit := uint64(len(fds) + 4) // room for a few connections, then EMFILE
+			// io_uring's multishot accept reads RLIMIT_NOFILE when it is
+			// armed, so a limit lowered under an armed one would only apply
+			// at its next arming: that engine, having counted what it opens,
+			// makes way for one started under the lowered limit.
+			uringAccept := e.Backend() == BackendIOURing
+			if uringAccept {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := e.Shutdown(ctx)
+				cancel()
+				if err != nil {
+					fmt.Println("error", err)
+					return 1
+				}
+			}
 			var rl unix.Rlimit
 			unix.Getrlimit(unix.RLIMIT_NOFILE, &rl)
 			rl.Cur = limit
@@ -80,7 +94,14 @@ func runChild(role string) int {
 				fmt.Println("error", err)
 				return 1
 			}
+			if uringAccept {
+				if err := begin(); err != nil {
+					fmt.Println("error", err)
+					return 1
+				}
+			}
 		}
+		addr = e.Addr().String()
 	case "netserve":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -127,9 +127,11 @@
 // MaxQueuedBytes and the admission stage's slow reads stop input as with
 // epoll, give or take what the recv under way still brings (below 8 KiB;
 // the kernel keeps the rest in the socket); one send per connection is in
-// flight, and its segments stay queued until its completion. The listener,
-// the timer and wake-up fds stay on polls (multishot IORING_OP_POLL_ADD),
-// and accepts stay accept4. Where the
+// flight, and its segments stay queued until its completion. The listener
+// accepts by a multishot IORING_OP_ACCEPT whose fds the loop takes under
+// the same accept budget (getpeername(2) gives each one's peer), which the
+// listen gate cancels and arms again; the timer and wake-up fds stay on
+// polls (multishot IORING_OP_POLL_ADD). Where the
 // kernel refuses io_uring or lacks a feature the backend needs, New falls
 // back to epoll and logs why; Engine.Backend says which backend runs.
 //
@@ -139,9 +141,10 @@
 // (one socket in every loop's epoll set with EPOLLEXCLUSIVE) are both
 // offered; AcceptDefault is AcceptReusePort, which spreads long-lived
 // connections over the loops by hash, where EPOLLEXCLUSIVE hands them all
-// to the first idle loop (see AcceptDefault). accept4 runs up to
-// MaxAcceptPerTurn per turn; EMFILE, ENFILE, ENOBUFS and ENOMEM take the
-// listener out of epoll for AcceptRetryDelay instead of spinning. MaxConns
+// to the first idle loop (see AcceptDefault). accept4 (io_uring: the
+// multishot accept's queue) runs up to MaxAcceptPerTurn per turn; EMFILE,
+// ENFILE, ENOBUFS and ENOMEM take the listener out of epoll (io_uring:
+// cancel its accept) for AcceptRetryDelay instead of spinning. MaxConns
 // closes the gate for every loop and MaxConnsLow reopens it.
 //
 // # Admission

@@ -50,7 +50,8 @@ func (l *loop) wantListen() bool {
 }
 
 // setListening adds the listener to epoll or takes it out (the gate
-// mechanism; policy decides through Engine.pauseAccept/resumeAccept).
+// mechanism; policy decides through Engine.pauseAccept/resumeAccept); under
+// io_uring add arms the listener's multishot accept and del cancels it.
 // EPOLLEXCLUSIVE can only be given with EPOLL_CTL_ADD, hence add/del rather
 // than mod.
 func (l *loop) setListening(on bool) {
@@ -181,7 +182,9 @@ func gateReasonName(r uint32) string {
 
 // sampleAcceptQueue reads this loop's listener's accept queue into the
 // gauges Stats and the admission stage read (a shared listener is read by
-// loop 0 only).
+// loop 0 only). Under io_uring the connections its multishot accept took
+// from the kernel's queue and the loop has not opened yet count too (loop
+// 0's own, for a shared listener).
 func (l *loop) sampleAcceptQueue() {
 	if l.lis.fd < 0 || l.lis.shared && l.id != 0 {
 		return
@@ -190,6 +193,7 @@ func (l *loop) sampleAcceptQueue() {
 	if !ok {
 		return
 	}
+	depth += uint32(l.p.acceptQueued())
 	l.st[gAcceptDepth], l.st[gAcceptLimit] = uint64(depth), uint64(limit)
 	l.pub[gAcceptDepth].Store(uint64(depth))
 	l.pub[gAcceptLimit].Store(uint64(limit))

@@ -17,6 +17,8 @@ package server
 //	func (p *poller) use(b Backend)                   // before open: which backend to run
 //	func (p *poller) attach() error                   // on the loop's locked thread, before the first wait
 //	func (p *poller) forget(fd int)                   // fd, still registered, is about to be closed
+//	func (p *poller) accept(lfd int) (int, netip.AddrPort, errno) // the next connection of the listener lfd (EAGAIN: none)
+//	func (p *poller) acceptQueued() int               // connections accept would hand over without the kernel (io_uring)
 //
 // and, for io_uring's recv mode (connections read and written by
 // completion; no-ops or never called elsewhere):

@@ -56,3 +56,9 @@ func listenAt(fd int) netip.AddrPort                   { return netip.AddrPort{}
 func listenTCP(addr string, o listenOpts) (int, netip.AddrPort, error) {
 	return -1, netip.AddrPort{}, ErrUnsupported
 }
+
+func (p *poller) acceptQueued() int { return 0 }
+
+func (p *poller) accept(lfd int) (int, netip.AddrPort, errno) {
+	return -1, netip.AddrPort{}, errnoUnsupported
+}

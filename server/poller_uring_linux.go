@@ -21,8 +21,9 @@ import (
 // descriptor registered without evEdge (the listener, level-triggered under
 // epoll so an accept budget's leftovers are reported again) gets a one-shot
 // poll re-armed after each completion, which the kernel completes at once
-// while the descriptor stays ready. Writes and accepts stay the loop's
-// system calls; reads too for connections outside recv mode (below).
+// while the descriptor stays ready; the listener itself accepts by a
+// multishot accept instead (poller_uring_accept_linux.go). Writes stay the
+// loop's system calls; reads too for connections outside recv mode (below).
 //
 // Each registration is a record (pollReg) whose index and generation are the
 // poll's user_data; the fd, tag and interest live in the record, not in the
@@ -76,6 +77,11 @@ type uringPoller struct {
 	singleRecv bool           // single recvs, never the capped multishot (set before open; tests and comparisons)
 	iovs       []unix.Iovec   // sends' iovecs, valid until the submission that carries them (sendIovecs)
 	niovs      int            // iovs in use since the last submission
+	pollAccept bool           // the listener on a one-shot poll and accept4, not a multishot accept (set before open; tests and comparisons)
+	accFd      int32          // the listener accepting by multishot accept while registered; -1: none
+	accepted   []int32        // fds its completions brought, not yet handed to the loop (accept)
+	accHead    int            // the next of accepted to hand over
+	acceptErr  unix.Errno     // the error that ended the multishot accept, for accept to report
 
 	// park (poller_uring_park_linux.go): an eventfd the ring signals,
 	// watched by Go's netpoller; opened on first use.
@@ -96,6 +102,7 @@ type pollReg struct {
 	tag, ev uint32 // ev: the interest, without evEdge
 	gen     uint32
 	level   bool                         // registered without evEdge: a one-shot poll re-armed after each completion
+	acc     bool                         // the listener (level, tag 0) accepting by a multishot accept (poller_uring_accept_linux.go)
 	live    bool                         // registered: byFd names it
 	armed   bool                         // a poll is in the kernel; its last completion has not been seen
 	queued  bool                         // on later
@@ -125,7 +132,7 @@ const (
 const uringEntries = 256
 
 func (p *uringPoller) open(maxEvents int) error {
-	p.timerfd, p.wakefd, p.opened, p.maxEvents = -1, -1, true, maxEvents
+	p.timerfd, p.wakefd, p.opened, p.maxEvents, p.accFd = -1, -1, true, maxEvents, -1
 	var err error
 	if p.timerfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
 		p.timerfd = -1
@@ -137,7 +144,7 @@ func (p *uringPoller) open(maxEvents int) error {
 		return os.NewSyscallError("eventfd", err)
 	}
 	p.cqes = make([]uring.CQE, maxEvents)
-	p.events = make([]uringEvent, maxEvents)
+	p.events = make([]uringEvent, maxEvents+1) // a completion's event each, and the accepting listener's (listenerReady)
 	for _, fd := range []int{p.timerfd, p.wakefd} {
 		if err := p.add(fd, evIn|evEdge, 0); err != nil {
 			p.close()
@@ -197,7 +204,11 @@ func (p *uringPoller) add(fd int, ev, tag uint32) error {
 	}
 	r := &p.regs[i]
 	*r = pollReg{fd: int32(fd), tag: tag, ev: ev &^ evEdge, gen: (r.gen + 1) & uring.GenMask, live: true,
-		level: ev&evEdge == 0, recv: tag != 0 && ev&evEdge != 0 && !p.readyOnly}
+		level: ev&evEdge == 0, recv: tag != 0 && ev&evEdge != 0 && !p.readyOnly,
+		acc: tag == 0 && ev&evEdge == 0 && !p.pollAccept}
+	if r.acc {
+		p.accFd = int32(fd)
+	}
 	if fd >= len(p.byFd) {
 		grown := make([]uint32, max(64, 2*len(p.byFd), fd+1))
 		copy(grown, p.byFd)
@@ -236,6 +247,9 @@ func (p *uringPoller) del(fd int) error {
 	}
 	p.byFd[fd] = 0
 	p.regs[i].live = false
+	if p.regs[i].acc {
+		p.accFd, p.acceptErr = -1, 0 // queued fds wait for the next add
+	}
 	p.settle(i)
 	return nil
 }
@@ -259,12 +273,23 @@ func (p *uringPoller) settle(i uint32) {
 	recv := r.recv && p.bufs != nil
 	var err error
 	switch {
+	case !r.live && r.armed && r.acc:
+		var s *uring.SQE
+		if s, err = p.ring.PrepCancel(uring.Pack(kindAccept, i, r.gen), false, p.ctlData(i)); err == nil {
+			s.SetFlags(uring.FlagSkipSuccess)
+		}
 	case !r.live && r.armed:
 		var s *uring.SQE
 		if s, err = p.ring.PrepPollRemove(p.pollData(i), p.ctlData(i)); err == nil {
 			s.SetFlags(uring.FlagSkipSuccess)
 		}
 	case !r.live:
+	case !r.armed && r.acc:
+		if p.acceptErr == 0 {
+			if _, err = p.ring.PrepAcceptMultishot(int(r.fd), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, uring.Pack(kindAccept, i, r.gen)); err == nil {
+				r.armed = true
+			}
+		}
 	case !r.armed && recv && r.ev&evOut == 0:
 		// a recv-mode connection polls only for room to write
 	case !r.armed && r.level:
@@ -363,7 +388,7 @@ func (p *uringPoller) wait(block bool) (int, error) {
 		}
 	}
 	p.ring.Advance(n)
-	return out, err
+	return p.listenerReady(out), err
 }
 
 // complete handles one completion, appending at most one event at
@@ -376,10 +401,15 @@ func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
 	i := c.UserData.Index()
 	if int(i) >= len(p.regs) || p.regs[i].gen != c.UserData.Gen() {
 		p.dropBuffer(c)
+		if c.UserData.Kind() == kindAccept && c.Res >= 0 {
+			sysClose(int(c.Res)) // an accept no record owns (never: a record outlives its multishot)
+		}
 		return out, nil
 	}
 	r := &p.regs[i]
 	switch c.UserData.Kind() {
+	case kindAccept:
+		return out, p.completeAccept(i, c)
 	case kindRecv:
 		return p.completeRecv(i, c, out), nil
 	case kindSend:

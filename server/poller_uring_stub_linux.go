@@ -3,6 +3,8 @@
 package server
 
 import (
+	"net/netip"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/ioflush"
@@ -29,6 +31,10 @@ func (p *uringPoller) received(i int) ([]byte, int32)       { return nil, 0 }
 func (p *uringPoller) recvOn(fd int)                        {}
 func (p *uringPoller) recvOff(fd int)                       {}
 func (p *uringPoller) submitNow() error                     { return ErrUnsupported }
+func (p *uringPoller) acceptQueued() int                    { return 0 }
+func (p *uringPoller) accept(lfd int) (int, netip.AddrPort, errno) {
+	return -1, netip.AddrPort{}, unix.EOPNOTSUPP
+}
 
 func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error)                 { return nil, ErrUnsupported }
 func (p *uringPoller) send(fd int, iovs []unix.Iovec) error                   { return ErrUnsupported }

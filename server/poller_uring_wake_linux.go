@@ -51,9 +51,14 @@ func (p *uringPoller) close() {
 	p.opened = false
 	p.pk.close()
 	if p.ring != nil {
-		p.ring.Close()
+		p.ring.CloseWith(func(c uring.CQE) {
+			if c.UserData.Kind() == kindAccept && c.Res >= 0 {
+				sysClose(int(c.Res)) // accepted while the ring closed
+			}
+		})
 		p.ring = nil
 	}
+	p.closeAccepted()
 	for _, fd := range []*int{&p.wakefd, &p.timerfd} {
 		if *fd >= 0 {
 			unix.Close(*fd)

@@ -53,6 +53,17 @@ func sysAccept(lfd int) (int, netip.AddrPort, errno) {
 	return int(r), rawToAddrPort(&rsa), 0
 }
 
+// sysPeer returns the peer address of a connected socket (getpeername).
+func sysPeer(fd int) (netip.AddrPort, errno) {
+	var rsa unix.RawSockaddrAny
+	l := uint32(unix.SizeofSockaddrAny)
+	_, _, e := unix.RawSyscall(unix.SYS_GETPEERNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)))
+	if e != 0 {
+		return netip.AddrPort{}, e
+	}
+	return rawToAddrPort(&rsa), 0
+}
+
 // rawToAddrPort converts a kernel socket address without allocating.
 func rawToAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
 	switch rsa.Addr.Family {

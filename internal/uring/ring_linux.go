@@ -189,7 +189,13 @@ const closeTag = UserData(^uint64(0))
 // unregister, Close returns an error matching ErrWrongThread, and the
 // buffer rings' memory is left mapped (leaked) rather than unmapped while
 // the kernel may still write into it. Close is idempotent.
-func (r *Ring) Close() error {
+func (r *Ring) Close() error { return r.CloseWith(nil) }
+
+// CloseWith is Close, handing drop each completion reaped while the
+// in-flight operations are cancelled and never seen by the owner (drop
+// nil: discarded), so an owner can release what such a completion carries,
+// such as the fd of a connection a multishot accept accepted.
+func (r *Ring) CloseWith(drop func(CQE)) error {
 	if r.closed {
 		return nil
 	}
@@ -199,7 +205,7 @@ func (r *Ring) Close() error {
 			first = err
 		}
 	}
-	keep(r.cancelAll())
+	keep(r.cancelAll(drop))
 	r.closed = true
 	for _, w := range r.wakers {
 		keep(w.close())
@@ -218,9 +224,10 @@ func (r *Ring) Close() error {
 
 // cancelAll cancels every in-flight operation (IORING_ASYNC_CANCEL_ANY)
 // and reaps completions until the cancellation's own arrives or closeDrain
-// passes. A kernel without CANCEL_ANY (before 5.19) fails the cancellation
-// with EINVAL, which ends the drain too.
-func (r *Ring) cancelAll() error {
+// passes, handing the others to drop when it is not nil. A kernel without
+// CANCEL_ANY (before 5.19) fails the cancellation with EINVAL, which ends
+// the drain too.
+func (r *Ring) cancelAll(drop func(CQE)) error {
 	s, err := r.GetSQE()
 	if err != nil {
 		return err
@@ -235,9 +242,17 @@ func (r *Ring) cancelAll() error {
 		}
 		n := r.PeekBatch(cqes[:])
 		r.Advance(n)
-		for _, c := range cqes[:n] {
+		for k, c := range cqes[:n] {
 			if c.UserData == closeTag {
+				for _, c := range cqes[k+1 : n] {
+					if drop != nil {
+						drop(c)
+					}
+				}
 				return nil
+			}
+			if drop != nil {
+				drop(c)
 			}
 		}
 	}

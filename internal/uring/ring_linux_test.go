@@ -686,3 +686,51 @@ func TestBufRingTakeErrors(t *testing.T) {
 		t.Errorf("re-registering group 9 after Close: %v", err)
 	}
 }
+
+// TestCloseWithHandsOverUnreaped: CloseWith hands drop the completions it
+// reaps while cancelling, here a multishot accept's connection posted but
+// never reaped, whose fd the owner must close.
+func TestCloseWithHandsOverUnreaped(t *testing.T) {
+	requireUring(t)
+	lockThread(t)
+	r, err := uring.New(uring.Config{Entries: 8, Setup: requireUring(t).Setup()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lfd, addr := listen(t)
+	accept := uring.Pack(kindAccept, 0, 0)
+	if _, err := r.PrepAcceptMultishot(lfd, unix.SOCK_CLOEXEC, accept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	dialRaw(t, addr)
+	// the accept completes (a wait runs the task work that posts it under
+	// DEFER_TASKRUN); nobody reaps it
+	if _, err := r.SubmitAndWait(1, 2*time.Second); err != nil || r.Ready() == 0 {
+		t.Fatalf("waiting for the accept: %v, %d ready", err, r.Ready())
+	}
+	var fds []int32
+	var last uring.CQE
+	err = r.CloseWith(func(c uring.CQE) {
+		if c.UserData == accept {
+			last = c
+			if c.Res >= 0 {
+				fds = append(fds, c.Res)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fds) != 1 {
+		t.Fatalf("drop saw %d accepted fds, want 1", len(fds))
+	}
+	if last.Res != -int32(unix.ECANCELED) {
+		t.Errorf("the accept's last completion %+v, want -ECANCELED", last)
+	}
+	if err := unix.Close(int(fds[0])); err != nil {
+		t.Errorf("closing the accepted fd: %v", err)
+	}
+}

@@ -1,0 +1,226 @@
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
+
+package server
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/uring"
+)
+
+// TestURingMultishotAccept: the io_uring listener accepts by a multishot
+// accept. Its connections come out of accept with their peers, EAGAIN
+// when none is left; del (the listen gate closing) cancels it, so new
+// connections wait in the kernel's backlog, while fds it had already
+// brought stay queued and are reported again after add; add arms a new
+// one, which takes the backlog; close closes what was never handed over.
+func TestURingMultishotAccept(t *testing.T) {
+	requireURing(t)
+	p := openPollerOf(t, BackendIOURing)
+	if p.ur.pollAccept {
+		t.Fatal("pollAccept on by default")
+	}
+	lfd, bound, err := listenTCP("127.0.0.1:0", listenOpts{backlog: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(lfd) })
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", bound.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// acceptAll waits for the listener's event, then accepts until EAGAIN.
+	acceptAll := func(want int) []int {
+		t.Helper()
+		var fds []int
+		deadline := time.Now().Add(2 * time.Second)
+		for len(fds) < want && time.Now().Before(deadline) {
+			if _, ev := pollEvents(p, lfd); ev&evIn == 0 {
+				continue
+			}
+			for {
+				fd, _, en := p.accept(lfd)
+				if en == unix.EAGAIN {
+					break
+				}
+				if en != 0 {
+					t.Fatalf("accept: %v", en)
+				}
+				fds = append(fds, fd)
+				t.Cleanup(func() { unix.Close(fd) })
+			}
+		}
+		if len(fds) != want {
+			t.Fatalf("accepted %d connections, want %d", len(fds), want)
+		}
+		return fds
+	}
+	if err := p.add(lfd, evIn, 0); err != nil {
+		t.Fatal(err)
+	}
+	clients := []net.Conn{dial(), dial(), dial()}
+	fds := acceptAll(3)
+	peers := map[netip.AddrPort]bool{}
+	for _, fd := range fds {
+		peer, en := sysPeer(fd)
+		if en != 0 {
+			t.Fatal(en)
+		}
+		peers[peer] = true
+	}
+	for _, c := range clients {
+		if !peers[c.LocalAddr().(*net.TCPAddr).AddrPort()] {
+			t.Errorf("client %v not among the accepted peers %v", c.LocalAddr(), peers)
+		}
+	}
+	if _, _, en := p.accept(lfd); en != unix.EAGAIN {
+		t.Fatalf("accept with nothing queued: %v, want EAGAIN", en)
+	}
+
+	// The gate closes: the multishot accept is cancelled.
+	if err := p.del(lfd); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 3; k++ {
+		p.wait(false)
+	}
+	dial()
+	dial()
+	time.Sleep(50 * time.Millisecond)
+	if tag, ev := pollEvents(p, lfd); ev != 0 || len(p.ur.accepted) != 0 {
+		t.Fatalf("listener out: event %#x (tag %d), %d fds accepted by the kernel", ev, tag, len(p.ur.accepted))
+	}
+	// It opens: a new multishot accept takes the backlog.
+	if err := p.add(lfd, evIn, 0); err != nil {
+		t.Fatal(err)
+	}
+	acceptAll(2)
+
+	// An fd already brought stays queued through del and add.
+	dial()
+	if _, ev := pollEvents(p, lfd); ev&evIn == 0 {
+		t.Fatal("no event for a new connection")
+	}
+	if err := p.del(lfd); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := p.wait(false); n != 0 {
+		t.Fatalf("%d events with the listener out", n)
+	}
+	if err := p.add(lfd, evIn, 0); err != nil {
+		t.Fatal(err)
+	}
+	acceptAll(1)
+
+	// close closes the fds never handed over.
+	dial()
+	deadline := time.Now().Add(2 * time.Second)
+	for len(p.ur.accepted) == 0 && time.Now().Before(deadline) {
+		pollEvents(p, lfd)
+	}
+	if len(p.ur.accepted) != 1 {
+		t.Fatalf("%d fds queued, want 1", len(p.ur.accepted))
+	}
+	queued := int(p.ur.accepted[0])
+	p.close()
+	if _, err := unix.FcntlInt(uintptr(queued), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+		t.Fatalf("queued fd %d after close: %v, want EBADF", queued, err)
+	}
+}
+
+// TestURingScriptedAccepts feeds complete() the completions a multishot
+// accept may post: fds with More are queued and handed over by accept
+// with their peers, before the error that ended the accept; a shortage of
+// fds (EMFILE) is not re-armed (the loop pauses the listener), another
+// per-connection error is; an error saying the listener is unusable is
+// the loop's error; the listener is reported readable while fds wait, and
+// not once it is out.
+func TestURingScriptedAccepts(t *testing.T) {
+	requireURing(t)
+	p := openPollerOf(t, BackendIOURing)
+	u := p.ur
+	lfd, _, err := listenTCP("127.0.0.1:0", listenOpts{backlog: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(lfd) })
+	if err := p.add(lfd, evIn, 0); err != nil {
+		t.Fatal(err)
+	}
+	i, _ := u.lookup(lfd)
+	r := &u.regs[i]
+	if !r.acc || !r.armed {
+		t.Fatalf("listener: acc %v armed %v", r.acc, r.armed)
+	}
+	acc := uring.Pack(kindAccept, i, r.gen)
+	fd1, c1 := tcpPair(t)
+	fd2, _ := tcpPair(t)
+	t.Cleanup(func() { unix.Close(fd2) })
+	feed := func(res int32, more bool) error {
+		t.Helper()
+		var flags uint32
+		if more {
+			flags = 2
+		}
+		_, err := u.complete(uring.CQE{UserData: acc, Res: res, Flags: flags}, 0)
+		return err
+	}
+	if err := feed(int32(fd1), true); err != nil || !r.armed || len(u.accepted) != 1 {
+		t.Fatalf("fd with More: %v, armed %v, %d queued", err, r.armed, len(u.accepted))
+	}
+	if n := u.listenerReady(0); n != 1 {
+		t.Fatalf("%d events with an fd queued, want 1", n)
+	}
+	if f, tag, ev := u.event(0); f != lfd || tag != 0 || ev != evIn {
+		t.Fatalf("listener event (%d, %d, %#x)", f, tag, ev)
+	}
+	if err := feed(-int32(unix.EMFILE), false); err != nil || r.armed {
+		t.Fatalf("EMFILE: %v, armed %v", err, r.armed)
+	}
+	fd, peer, en := p.accept(lfd)
+	if en != 0 || fd != fd1 || peer != c1.LocalAddr().(*net.TCPAddr).AddrPort() {
+		t.Fatalf("accept: %d %v %v, want %d %v", fd, peer, en, fd1, c1.LocalAddr())
+	}
+	unix.Close(fd1)
+	if _, _, en := p.accept(lfd); en != unix.EMFILE || r.armed {
+		t.Fatalf("accept after the queue: %v, armed %v; want EMFILE, not re-armed", en, r.armed)
+	}
+	if _, _, en := p.accept(lfd); en != unix.EAGAIN {
+		t.Fatalf("accept after EMFILE was reported: %v, want EAGAIN", en)
+	}
+	u.settle(i) // as add after the pause
+	if !r.armed {
+		t.Fatal("not armed again")
+	}
+	if err := feed(-int32(unix.ECONNABORTED), false); err != nil || r.armed {
+		t.Fatalf("ECONNABORTED: %v, armed %v", err, r.armed)
+	}
+	if _, _, en := p.accept(lfd); en != unix.ECONNABORTED || !r.armed {
+		t.Fatalf("accept: %v, armed %v; want ECONNABORTED, armed again", en, r.armed)
+	}
+	if err := feed(-int32(unix.EBADF), false); err == nil || !errors.Is(err, unix.EBADF) {
+		t.Fatalf("EBADF: %v, want the loop's error", err)
+	}
+	u.settle(i)
+	if err := feed(int32(fd2), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.del(lfd); err != nil {
+		t.Fatal(err)
+	}
+	if n := u.listenerReady(0); n != 0 || len(u.accepted) != 1 {
+		t.Fatalf("listener out: %d events, %d queued; want 0 and 1", n, len(u.accepted))
+	}
+	u.accepted = u.accepted[:0] // fd2 is the test's to close
+}

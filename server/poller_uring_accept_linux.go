@@ -1,0 +1,117 @@
+//go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
+
+package server
+
+import (
+	"fmt"
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/internal/uring"
+)
+
+// The io_uring backend's accepts. The listener's registration (the one
+// registration without evEdge and with tag 0) is a multishot
+// IORING_OP_ACCEPT rather than a poll: the kernel accepts each connection
+// as it arrives and posts its fd with a completion, which the poller
+// queues (accepted). accept hands the queue over to the loop's accept
+// phase one fd at a time, under the loop's accept budget, and wait reports
+// the listener readable while the queue holds fds (the level-triggered
+// contract: a budget's leftovers are reported again). The listen gate's
+// del cancels the multishot accept and its add arms a new one; fds posted
+// meanwhile stay queued and are served when the gate opens again (or
+// closed with the poller). A multishot accept that ends with an error
+// (EMFILE and the like) is not re-armed until the loop has seen the error
+// through accept: those four pause the listener (pauseForFds), which takes
+// the registration out and puts it back after AcceptRetryDelay; after any
+// other the poller arms it again. The peer's address, which a multishot
+// accept cannot return per connection, is read with getpeername(2): one
+// system call per connection, as accept4 was. pollAccept keeps the
+// listener on a one-shot poll and accept4 (tests and comparisons).
+
+// kindAccept is the user_data kind of the listener's multishot accept.
+const kindAccept = 7
+
+// accept returns the next accepted connection for lfd's registration: a
+// queued fd and its peer, the error that ended the multishot accept, or
+// EAGAIN when neither is there. A listener not accepting by completion
+// (pollAccept, or not registered) is accepted with accept4.
+func (p *uringPoller) accept(lfd int) (int, netip.AddrPort, errno) {
+	if p.accHead < len(p.accepted) {
+		fd := int(p.accepted[p.accHead])
+		if p.accHead++; p.accHead == len(p.accepted) {
+			p.accepted, p.accHead = p.accepted[:0], 0
+		}
+		peer, en := sysPeer(fd)
+		if en != 0 { // the peer is already gone (ENOTCONN): as accept4's ECONNABORTED
+			sysClose(fd)
+			return -1, netip.AddrPort{}, unix.ECONNABORTED
+		}
+		return fd, peer, 0
+	}
+	i, ok := p.lookup(lfd)
+	if !ok || !p.regs[i].acc {
+		return sysAccept(lfd)
+	}
+	if en := p.acceptErr; en != 0 {
+		p.acceptErr = 0
+		switch en {
+		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
+			// the loop pauses the listener: del, and add once it may retry
+		default:
+			p.settle(i) // arm it again
+		}
+		return -1, netip.AddrPort{}, en
+	}
+	return -1, netip.AddrPort{}, unix.EAGAIN
+}
+
+// completeAccept handles a completion of registration i's multishot
+// accept: the fd goes on the queue; a last completion (no MORE) re-arms
+// the accept while the listener is registered, unless it ended with an
+// error the loop must see first (acceptErr). An error that says the
+// listener itself is unusable (EBADF, ENOTSOCK, EINVAL, EOPNOTSUPP) is the
+// loop's error, as a failed poll of the listener is.
+func (p *uringPoller) completeAccept(i uint32, c uring.CQE) error {
+	r := &p.regs[i]
+	if c.Res >= 0 {
+		p.accepted = append(p.accepted, c.Res)
+	}
+	if c.More() {
+		return nil
+	}
+	r.armed = false
+	if c.Res < 0 && c.Res != -int32(unix.ECANCELED) && r.live {
+		switch en := unix.Errno(-c.Res); en {
+		case unix.EBADF, unix.ENOTSOCK, unix.EINVAL, unix.EOPNOTSUPP:
+			return fmt.Errorf("sluice: io_uring accept on fd %d: %w", r.fd, en)
+		default:
+			p.acceptErr = en
+			return nil
+		}
+	}
+	p.settle(i) // re-arm a live one, free a removed one
+	return nil
+}
+
+// listenerReady appends a readable event for the accepting listener when
+// fds or an error wait for accept; it reports the new count.
+func (p *uringPoller) listenerReady(out int) int {
+	if p.accFd < 0 || p.accHead == len(p.accepted) && p.acceptErr == 0 {
+		return out
+	}
+	p.events[out] = uringEvent{fd: p.accFd, ev: evIn}
+	return out + 1
+}
+
+// acceptQueued returns how many accepted fds wait for accept.
+func (p *uringPoller) acceptQueued() int { return len(p.accepted) - p.accHead }
+
+// closeAccepted closes the fds accepted and never handed over.
+func (p *uringPoller) closeAccepted() {
+	for _, fd := range p.accepted[p.accHead:] {
+		sysClose(int(fd))
+	}
+	p.accepted, p.accHead = p.accepted[:0], 0
+}
