@@ -224,3 +224,43 @@ func TestURingScriptedAccepts(t *testing.T) {
 	}
 	u.accepted = u.accepted[:0] // fd2 is the test's to close
 }
+
+// TestURingPollAccept: with pollAccept the listener stays on a one-shot
+// poll, re-armed after each completion, and accept is accept4: the path
+// the multishot accept replaced, kept for comparisons.
+func TestURingPollAccept(t *testing.T) {
+	requireURing(t)
+	p := openPollerWith(t, BackendIOURing, func(u *uringPoller) { u.pollAccept = true })
+	lfd, bound, err := listenTCP("127.0.0.1:0", listenOpts{backlog: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(lfd) })
+	if err := p.add(lfd, evIn, 0); err != nil {
+		t.Fatal(err)
+	}
+	if i, _ := p.ur.lookup(lfd); p.ur.regs[i].acc || !p.ur.regs[i].level {
+		t.Fatal("pollAccept: the listener is not on a level poll")
+	}
+	for round := 0; round < 2; round++ { // the second needs the re-armed poll
+		c, err := net.Dial("tcp", bound.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, ev := pollEvents(p, lfd); ev&evIn == 0 {
+			t.Fatalf("round %d: no readable event for the listener", round)
+		}
+		fd, peer, en := p.accept(lfd)
+		if en != 0 || peer != c.LocalAddr().(*net.TCPAddr).AddrPort() {
+			t.Fatalf("round %d: accept %d %v %v", round, fd, peer, en)
+		}
+		unix.Close(fd)
+		if _, _, en := p.accept(lfd); en != unix.EAGAIN {
+			t.Fatalf("round %d: accept with nothing pending: %v, want EAGAIN", round, en)
+		}
+		if len(p.ur.accepted) != 0 {
+			t.Fatalf("round %d: %d fds queued under pollAccept", round, len(p.ur.accepted))
+		}
+	}
+}
