@@ -26,11 +26,7 @@ func TestURingMultishotAccept(t *testing.T) {
 	if p.ur.pollAccept {
 		t.Fatal("pollAccept on by default")
 	}
-	lfd, bound, err := listenTCP("127.0.0.1:0", listenOpts{backlog: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(lfd) })
+	lfd, bound := addListener(t, p, 64)
 	dial := func() net.Conn {
 		t.Helper()
 		c, err := net.Dial("tcp", bound.String())
@@ -65,9 +61,6 @@ func TestURingMultishotAccept(t *testing.T) {
 			t.Fatalf("accepted %d connections, want %d", len(fds), want)
 		}
 		return fds
-	}
-	if err := p.add(lfd, evIn, 0); err != nil {
-		t.Fatal(err)
 	}
 	clients := []net.Conn{dial(), dial(), dial()}
 	fds := acceptAll(3)
@@ -139,6 +132,21 @@ func TestURingMultishotAccept(t *testing.T) {
 	}
 }
 
+// addListener registers a new loopback listener with p as the loop does
+// (evIn, tag 0) and returns its fd and address; it is closed at cleanup.
+func addListener(t *testing.T, p *poller, backlog int) (int, netip.AddrPort) {
+	t.Helper()
+	lfd, bound, err := listenTCP("127.0.0.1:0", listenOpts{backlog: backlog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(lfd) })
+	if err := p.add(lfd, evIn, 0); err != nil {
+		t.Fatal(err)
+	}
+	return lfd, bound
+}
+
 // TestURingScriptedAccepts feeds complete() the completions a multishot
 // accept may post: fds with More are queued and handed over by accept
 // with their peers, before the error that ended the accept; a shortage of
@@ -150,14 +158,7 @@ func TestURingScriptedAccepts(t *testing.T) {
 	requireURing(t)
 	p := openPollerOf(t, BackendIOURing)
 	u := p.ur
-	lfd, _, err := listenTCP("127.0.0.1:0", listenOpts{backlog: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(lfd) })
-	if err := p.add(lfd, evIn, 0); err != nil {
-		t.Fatal(err)
-	}
+	lfd, _ := addListener(t, p, 4)
 	i, _ := u.lookup(lfd)
 	r := &u.regs[i]
 	if !r.acc || !r.armed {
@@ -231,14 +232,7 @@ func TestURingScriptedAccepts(t *testing.T) {
 func TestURingPollAccept(t *testing.T) {
 	requireURing(t)
 	p := openPollerWith(t, BackendIOURing, func(u *uringPoller) { u.pollAccept = true })
-	lfd, bound, err := listenTCP("127.0.0.1:0", listenOpts{backlog: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(lfd) })
-	if err := p.add(lfd, evIn, 0); err != nil {
-		t.Fatal(err)
-	}
+	lfd, bound := addListener(t, p, 16)
 	if i, _ := p.ur.lookup(lfd); p.ur.regs[i].acc || !p.ur.regs[i].level {
 		t.Fatal("pollAccept: the listener is not on a level poll")
 	}
