@@ -100,7 +100,7 @@ type pool struct {
 	auto     bool         // CoDel's target is derived from the service time (CoDelConfig.Target zero)
 	capC     atomic.Int64 // auto: C, twice CoDel's derived target, for the loops to read without p.mu (heldLong)
 	svcNanos int64        // auto: average handler time per served frame (EWMA)
-	running  int
+	running  atomic.Int64 // tasks a worker is serving; written under mu, read without it by starved
 	draining bool
 	closed   bool
 	idle     chan struct{} // closed when draining and nothing is queued or running
@@ -232,7 +232,7 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 	t := p.q[i]
 	p.q[i] = poolTask{}
 	p.n--
-	p.running++
+	p.running.Add(1)
 	v := admission.Admitted()
 	switch {
 	case lifo:
@@ -282,11 +282,13 @@ func (p *pool) active() bool { return p.busy.Load() > 0 }
 
 // starved reports whether a frame waits in the queue while a worker is not
 // running one: a worker that cannot get a P (the loop's end of turn yields
-// it then, see loop.controlPhase).
+// it then, see loop.controlPhase). The loop asks every turn, so it reads
+// the two counters without p.mu (queued = busy - running): while a worker
+// takes or finishes a task the two may be a task apart for a moment, which
+// costs one yield too many or one a turn late.
 func (p *pool) starved() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.n > 0 && p.running < p.cfg.Workers
+	r := p.running.Load()
+	return p.busy.Load() > r && r < int64(p.cfg.Workers)
 }
 
 // serve runs one task with the worker's request context rc, or refuses it
@@ -355,8 +357,8 @@ func (p *pool) reject(t *poolTask, r admission.Reason, retry time.Duration) {
 // retried (it drains every turn) until the loop has exited.
 func (p *pool) finish(t *poolTask, served bool, r admission.Reason, took int64) {
 	p.mu.Lock()
-	p.running--
 	p.busy.Add(-1)
+	p.running.Add(-1)
 	if served {
 		p.st.Served++
 		if p.auto {
@@ -366,7 +368,7 @@ func (p *pool) finish(t *poolTask, served bool, r admission.Reason, took int64) 
 	} else {
 		p.st.Rejects[r]++
 	}
-	if p.draining && p.n == 0 && p.running == 0 && p.idle != nil {
+	if p.draining && p.n == 0 && p.running.Load() == 0 && p.idle != nil {
 		close(p.idle)
 		p.idle = nil
 	}
@@ -385,7 +387,7 @@ func (p *pool) finish(t *poolTask, served bool, r admission.Reason, took int64) 
 func (p *pool) drain(ctx context.Context) error {
 	p.mu.Lock()
 	p.draining = true
-	if p.n == 0 && p.running == 0 {
+	if p.n == 0 && p.running.Load() == 0 {
 		p.mu.Unlock()
 		return nil
 	}
@@ -418,7 +420,7 @@ func (p *pool) stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.st
-	s.Queued, s.Running = int64(p.n), int64(p.running)
+	s.Queued, s.Running = int64(p.n), p.running.Load()
 	return s
 }
 
