@@ -133,9 +133,10 @@ type AdmissionPolicy struct {
 	// detector: the loop keeps an average of its handlers' service time per
 	// frame S (one more clock read per frame) and sets a short cap C =
 	// 2·S, at least 0.7 ms and at most 1 s, and a long cap L = max(8·C,
-	// C + 2·RejectFlushDelay). While the loop has not been idle (asleep in
-	// epoll_wait for at least C/2) for max(100 ms, 5·C) — its queue has
-	// not been empty recently — a normal frame that waited more than C is
+	// C + 2·RejectFlushDelay). Once a window of max(100 ms, 5·C) finds the
+	// loop busy (not asleep in epoll_wait) 95% of the time or more — its
+	// queue has not been empty for long recently — and until a window finds
+	// it busy less than 85%, a normal frame that waited more than C is
 	// refused (reason "codel"), a best-effort one more than C/2, a
 	// critical one more than L; otherwise any frame that waited more than
 	// L is refused (reason "queue"), so a burst on an idle server is

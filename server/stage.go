@@ -183,8 +183,8 @@ const (
 	// 5–9% of one window asleep, in 2–3 ms sleeps, the generator stalling
 	// while 10× its capacity stayed offered) read "not overloaded" at 95%,
 	// and for the next whole window admitted frames up to the long cap L
-	// while the backlog came back (p99 15–17 ms against 0.9 ms in 1 run in
-	// 3 to 6).
+	// while the backlog came back (p99 10–17 ms against 0.9 ms in 6 of 23
+	// runs by hand).
 	autoBusyNanos    = int64(100 * time.Millisecond)
 	autoBusyPerCap   = 5
 	autoBusyPermille = 950

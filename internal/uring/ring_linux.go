@@ -242,18 +242,17 @@ func (r *Ring) cancelAll(drop func(CQE)) error {
 		}
 		n := r.PeekBatch(cqes[:])
 		r.Advance(n)
-		for k, c := range cqes[:n] {
-			if c.UserData == closeTag {
-				for _, c := range cqes[k+1 : n] {
-					if drop != nil {
-						drop(c)
-					}
-				}
-				return nil
-			}
-			if drop != nil {
+		done := false
+		for _, c := range cqes[:n] {
+			switch {
+			case c.UserData == closeTag:
+				done = true
+			case drop != nil:
 				drop(c)
 			}
+		}
+		if done {
+			return nil
 		}
 	}
 	return nil
