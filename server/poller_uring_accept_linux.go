@@ -95,10 +95,18 @@ func (p *uringPoller) completeAccept(i uint32, c uring.CQE) error {
 	return nil
 }
 
+// acceptPending reports whether the registered listener has fds or an
+// error waiting for accept: its readiness, which no completion may bring
+// again (the fds are out of the kernel's queue), so wait and park must not
+// sleep on it.
+func (p *uringPoller) acceptPending() bool {
+	return p.accFd >= 0 && (p.accHead < len(p.accepted) || p.acceptErr != 0)
+}
+
 // listenerReady appends a readable event for the accepting listener when
-// fds or an error wait for accept; it reports the new count.
+// fds or an error wait for accept (acceptPending); it reports the new count.
 func (p *uringPoller) listenerReady(out int) int {
-	if p.accFd < 0 || p.accHead == len(p.accepted) && p.acceptErr == 0 {
+	if !p.acceptPending() {
 		return out
 	}
 	p.events[out] = uringEvent{fd: p.accFd, ev: evIn}

@@ -364,6 +364,9 @@ func (p *uringPoller) wait(block bool) (int, error) {
 	p.lent = p.lent[:0]
 	p.settleLater()
 	var err error
+	if block && p.acceptPending() {
+		block = false // the listener is ready (listenerReady below)
+	}
 	if block {
 		_, err = p.ring.SubmitAndWait(1, -1)
 	} else {

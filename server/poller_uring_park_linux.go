@@ -29,8 +29,8 @@ import (
 // (parker.kick). If the eventfd cannot be set up or registered, park is
 // wait(true).
 func (p *uringPoller) park() (int, error) {
-	if p.ring == nil || p.pk.off {
-		return p.wait(true)
+	if p.ring == nil || p.pk.off || p.acceptPending() {
+		return p.wait(true) // which does not sleep while accepts wait
 	}
 	p.ring.EventfdSignals(true)
 	n, err, ok := p.pk.sleep(p.openPark)
