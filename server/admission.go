@@ -154,11 +154,11 @@ type AdmissionPolicy struct {
 	// RejectFlushDelay lets refusals wait up to this long to be written:
 	// a connection whose out-queue holds only rejects is not flushed at
 	// once but with its next reply, or at the first turn that starts this
-	// long after its first queued reject, or before the loop sleeps,
-	// whichever comes first. A shedding loop otherwise spends a writev per
-	// connection per turn on refusals (on loopback the kernel delivers to
-	// the peer inside that writev), which is the capacity it is shedding
-	// to protect; a reject's latency grows by at most this.
+	// long after its first queued reject, whichever comes first (an idle
+	// loop sleeps until then). A shedding loop otherwise spends a writev
+	// per connection per turn on refusals (on loopback the kernel delivers
+	// to the peer inside that writev), which is the capacity it is
+	// shedding to protect; a reject's latency grows by at most this.
 	//
 	// With MaxQueueDelay set as well, a connection reported readable whose
 	// bytes cannot be proven younger than MaxQueueDelay (every frame in
@@ -169,11 +169,19 @@ type AdmissionPolicy struct {
 	// can still be served in time. Its arrival bound stays that of its last
 	// draining read, so waiting never makes its bytes look younger.
 	// Stats.SlowReads and Stats.LazyFlushes count both deferrals. Zero:
-	// 10 ms when the queueing-delay cap is derived (MaxQueueDelay zero with
-	// the Admitter's CoDel) or the worker pool's CoDel target is (Pool.CoDel
-	// with Target zero), none otherwise. Off: rejects are written at
-	// once like any reply, and every readable connection is read every
-	// turn.
+	// derived when the queueing-delay cap is (MaxQueueDelay zero with the
+	// Admitter's CoDel) or the worker pool's CoDel target is (Pool.CoDel
+	// with Target zero), none otherwise. Derived, reads are deferred 10 ms
+	// and refusals held 10 ms or 100 ms: at 1,000 connections a connection
+	// is refused only every 12–60 ms and 10 ms batches nothing, but
+	// holding a refusal from a peer that waits for it only delays the
+	// peer. So a connection's batch of refusals is held 100 ms, unless in
+	// the last 5 s a 100 ms hold of its refusals ended with one refusal
+	// (the peer waited) or gathered 16 (it is refused densely enough for
+	// 10 ms to batch; they are written at once); then 10 ms. A peer that
+	// waits for each answer pays one 100 ms hold per 5 s while it is
+	// refused. Off: rejects are written at once like any reply, and every
+	// readable connection is read every turn.
 	RejectFlushDelay time.Duration
 }
 

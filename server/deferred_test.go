@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,131 @@ func TestRejectFlushDelay(t *testing.T) {
 			t.Errorf("reject and reply took %v: the reply should have taken the reject along at once", waited)
 		}
 	})
+}
+
+// TestRejectHoldProbe: with a long hold as well as RejectFlushDelay (as
+// when both are derived), a peer's first batch of refusals gets the long
+// hold. A peer that waited for it (the hold ended with one refusal) gets the
+// short hold afterwards; a peer that sent more meanwhile keeps the long
+// one; a peer refused rejectBatchMsgs times within it gets its refusals at
+// once, and the short hold afterwards.
+func TestRejectHoldProbe(t *testing.T) {
+	const short, long = 100 * time.Millisecond, 800 * time.Millisecond
+	engine := func(t *testing.T) *Engine {
+		return startWith(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: lazyPolicy(t, short)}, newTestHandler(),
+			func(e *Engine) {
+				s := e.loops[0].stage
+				s.rejHold, s.lazy[1].hold = int64(long), int64(long)
+			})
+	}
+	// refusals sends frames (all over the tenant's burst) and times the
+	// arrival of their n refusals from the first send.
+	refusals := func(t *testing.T, c *lineConn, n int, frames ...string) time.Duration {
+		t.Helper()
+		t0 := time.Now()
+		for i, f := range frames {
+			if i > 0 {
+				time.Sleep(short / 2)
+			}
+			fmt.Fprint(c, f)
+		}
+		for i := 0; i < n; i++ {
+			if reason, _, ok := protocol.ParseRejectText([]byte(c.line(t))); !ok || reason != "tenant" {
+				t.Fatalf("reply %d: want a tenant reject", i)
+			}
+		}
+		return time.Since(t0)
+	}
+	served := func(t *testing.T, c *lineConn) {
+		t.Helper()
+		fmt.Fprint(c, "a1\n")
+		if got := c.line(t); got != "a1" {
+			t.Fatalf("first reply %q", got)
+		}
+	}
+	within := func(t *testing.T, what string, d, want time.Duration) {
+		t.Helper()
+		if d < want || d > want+want/2+50*time.Millisecond {
+			t.Errorf("%s after %v, want %v", what, d, want)
+		}
+	}
+	t.Run("waits", func(t *testing.T) {
+		c := dialLine(t, engine(t).Addr().String(), nil)
+		served(t, c)
+		within(t, "first refusal", refusals(t, c, 1, "a2\n"), long)
+		within(t, "second refusal, the peer having waited", refusals(t, c, 1, "a3\n"), short)
+	})
+	t.Run("sends meanwhile", func(t *testing.T) {
+		c := dialLine(t, engine(t).Addr().String(), nil)
+		served(t, c)
+		within(t, "two refusals sent apart", refusals(t, c, 2, "a2\n", "a3\n"), long)
+		within(t, "the next", refusals(t, c, 1, "a4\n"), long)
+	})
+	t.Run("dense", func(t *testing.T) {
+		c := dialLine(t, engine(t).Addr().String(), nil)
+		served(t, c)
+		var batch strings.Builder
+		for i := 0; i < rejectBatchMsgs; i++ {
+			fmt.Fprintf(&batch, "a%d\n", i+2)
+		}
+		if d := refusals(t, c, rejectBatchMsgs, batch.String()); d >= short {
+			t.Errorf("a batch of refusals after %v, want at once", d)
+		}
+		within(t, "the next", refusals(t, c, 1, "a99\n"), short)
+	})
+}
+
+// TestRejectFlushOrder: connections held at different times are each
+// written once their own refusals are due, never early; one whose held
+// refusals left with a reply and that was refused again while still on the
+// lazy list is held from that refusal, not from its place on the list.
+func TestRejectFlushOrder(t *testing.T) {
+	const hold = 600 * time.Millisecond
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: lazyPolicy(t, hold)}, newTestHandler())
+	a := dialLine(t, e.Addr().String(), nil)
+	b := dialLine(t, e.Addr().String(), nil)
+	for _, c := range []struct {
+		c      *lineConn
+		tenant string
+	}{{a, "a"}, {b, "b"}} {
+		fmt.Fprintf(c.c, "%s1\n", c.tenant)
+		if got := c.c.line(t); got != c.tenant+"1" {
+			t.Fatalf("first reply %q", got)
+		}
+	}
+	arrival := func(c *lineConn, t0 time.Time) chan time.Duration {
+		ch := make(chan time.Duration, 1)
+		go func() {
+			s, err := c.r.ReadString('\n')
+			if reason, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(s, "\n"))); err != nil || !ok || reason != "tenant" {
+				t.Errorf("got %q, %v: want a tenant reject", s, err)
+			}
+			ch <- time.Since(t0)
+		}()
+		return ch
+	}
+	t0 := time.Now()
+	fmt.Fprint(a, "a2\n") // held first
+	time.Sleep(100 * time.Millisecond)
+	fmt.Fprint(b, "b2\n") // held behind a
+	time.Sleep(100 * time.Millisecond)
+	fmt.Fprint(b, "c1\n") // c1's reply takes b2's refusal along at once
+	if reason, _, ok := protocol.ParseRejectText([]byte(b.line(t))); !ok || reason != "tenant" {
+		t.Fatalf("b: want the tenant refusal first")
+	}
+	if got := b.line(t); got != "c1" {
+		t.Fatalf("b: %q, want c1", got)
+	}
+	time.Sleep(100 * time.Millisecond)
+	t1 := time.Now()
+	fmt.Fprint(b, "b3\n") // held from t1, though b's place on the list dates from b2
+	gotA, gotB := arrival(a, t0), arrival(b, t1)
+	if d := <-gotA; d < hold || d > hold+400*time.Millisecond {
+		t.Errorf("a's refusal after %v, want %v (at most 400 ms late)", d, hold)
+	}
+	if d := <-gotB; d < hold || d > hold+400*time.Millisecond {
+		t.Errorf("b's second refusal after %v from its own, want %v (at most 400 ms late)", d, hold)
+	}
 }
 
 // TestSlowReads: with MaxQueueDelay and RejectFlushDelay, a connection

@@ -40,12 +40,22 @@ const childEnv = "SLUICE_SERVER_TEST_CHILD"
 // start runs an engine on a loopback port and shuts it down at cleanup.
 func start(t testing.TB, cfg Config, h Handler) *Engine {
 	t.Helper()
+	return startWith(t, cfg, h, nil)
+}
+
+// startWith is start with a hook that may adjust the engine's internals
+// between New and Start.
+func startWith(t testing.TB, cfg Config, h Handler, adjust func(*Engine)) *Engine {
+	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	e, err := New(cfg, h)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if adjust != nil {
+		adjust(e)
 	}
 	if err := e.Start(); err != nil {
 		t.Fatalf("Start: %v", err)

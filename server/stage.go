@@ -63,6 +63,7 @@ type stage struct {
 	shedDelay bool  // the Admitter has a CoDel: measure queueing delay
 	maxDelay  int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
 	rejDelay  int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
+	rejHold   int64 // how long a reject-only out-queue may be held: rejDelay, or autoRejectHoldNanos when derived
 	slowReads bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
 	perConn   bool  // connections carry connStage state
 	auto      bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
@@ -88,9 +89,9 @@ type stage struct {
 	readOver   bool  // the bytes being dispatched took their tenant past its quota
 	readRetry  time.Duration
 
-	lazy     *Conn // reject-only out-queues waiting for RejectFlushDelay (holdRejects)
-	slow     *Conn // connections not read until slowAt (beforeRead, readEnd)
-	lazyDue  int64 // earliest due time on each list (0: empty); the timerfd wakes the loop for them
+	lazy     [2]lazyList // reject-only out-queues held back (holdRejects): the short hold, the long one
+	slow     *Conn       // connections not read until slowAt (beforeRead, readEnd)
+	lazyDue  int64       // earliest due time on the lazy lists, and on the slow list (0: empty); the timerfd wakes the loop for them
 	slowDue  int64
 	slowNow  bool // the loop had nothing else to do: release every slow connection
 	nextTick int64
@@ -100,12 +101,17 @@ type stage struct {
 // connStage is the admission state of one connection, allocated only when
 // the stage needs it (queueing delay, batched refusals, read charging).
 type connStage struct {
-	flags     stageFlag
-	drainedAt int64 // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
-	rejAt     int64 // when the first reject of a reject-only out-queue was queued
-	slowAt    int64 // when a connection on the slow list is read
-	nextLazy  *Conn
-	nextSlow  *Conn
+	flags      stageFlag
+	drainedAt  int64 // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
+	rejAt      int64 // when the first reject of a reject-only out-queue was queued
+	rejHeld    int32 // the refusals in it
+	waitsUntil int64 // until then its refusals get the short hold: the peer waited for them, or is refused densely
+	lazyAt     int64 // the turn that put it on its lazy list
+	lazyQ      uint8 // which list: index into stage.lazy
+	slowAt     int64 // when a connection on the slow list is read
+	prevLazy   *Conn
+	nextLazy   *Conn
+	nextSlow   *Conn
 }
 
 // stageFlag is a connection's admission state.
@@ -116,6 +122,7 @@ const (
 	sLazy                        // on the lazy list
 	sSlow                        // on the slow list: not read until slowAt
 	sQuota                       // on the slow list for its tenant's byte quota: read at slowAt only
+	sLong                        // its refusals get the long hold (holdRejects)
 )
 
 // newStage builds loop l's stage from its Admission.
@@ -148,7 +155,10 @@ func newStage(l *loop, sc stageConfig) *stage {
 		// one core, 10x: 38k writes/s against 7k with it, goodput 3.14k
 		// against 2.64k frames/s)
 		s.rejDelay = autoRejectFlushNanos
+		s.rejHold = autoRejectHoldNanos
 	}
+	s.rejHold = max(s.rejHold, s.rejDelay)
+	s.lazy[0].hold, s.lazy[1].hold = s.rejDelay, s.rejHold
 	s.slowReads = s.rejDelay > 0 && (s.maxDelay > 0 || s.auto)
 	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
 	if s.auto {
@@ -189,6 +199,31 @@ const (
 	autoBusyPerCap   = 5
 	autoBusyPermille = 950
 	autoCoolPermille = 850
+)
+
+// How long refusals wait to be written when RejectFlushDelay is derived.
+// On loopback a write carries the peer's receive path, about 7–8 µs per
+// refusal written alone. At 1,000 connections each connection is refused
+// once every 12–60 ms, so the 10 ms hold batched almost nothing and the
+// writes of refusals crowded out the work (inline 50 µs at 5×: 6.0k
+// frames/s served with a write per refusal, 9.5k with a 100 ms hold).
+// Holding a refusal only pays if the peer sends more meanwhile; a peer that
+// waits for its answer (one request at a time, or a window it has filled)
+// is only delayed. Which one a peer is shows in a long hold: a peer that
+// waits sends nothing more, and the hold ends holding one refusal; a peer
+// refused densely fills rejectBatchMsgs long before the hold ends. Either
+// gets the short hold (RejectFlushDelay's 10 ms) for autoRejectProbeNanos,
+// and then the long hold is tried again; any other peer keeps it.
+const (
+	// autoRejectHoldNanos is the long hold. Reads are still deferred
+	// autoRejectFlushNanos, which the long cap L assumes.
+	autoRejectHoldNanos = int64(100 * time.Millisecond)
+	// rejectBatchMsgs ends a long hold: the peer is refused densely.
+	rejectBatchMsgs = 16
+	// autoRejectProbeNanos is how long a peer found waiting for its
+	// refusals, or refused densely, gets the short hold: a peer that waits
+	// pays one long hold per this (2% of its time while it is refused).
+	autoRejectProbeNanos = int64(5 * time.Second)
 )
 
 // overloaded reports whether the last utilisation window was busy (see
@@ -325,7 +360,7 @@ func (s *stage) afterWait(prev int64) {
 	if s.slow != nil {
 		s.releaseSlow()
 	}
-	if s.lazy != nil {
+	if s.lazyDue != 0 {
 		s.releaseLazy()
 	}
 	if s.lp == nil {

@@ -157,30 +157,71 @@ func (c *Conn) FrameClaim() (admission.Claim, bool) {
 // rejectQueued runs when answerReject left c's out-queue holding only
 // refusals; held reports that it already did before. With
 // RejectFlushDelay, such an out-queue is flagged fRejOnly so that the
-// flushes hold it back (holdRejects), dated by its first reject.
+// flushes hold it back (holdRejects), dated by its first reject. When the
+// hold is derived, a new batch of refusals gets the long hold (sLong)
+// unless the peer was found to wait for its refusals, or to be refused
+// densely, in the last autoRejectProbeNanos (releaseLazy, holdRejects). A
+// new batch of a connection still on a lazy list (its last refusals left
+// with a reply) leaves the list: it is held from now.
 func (s *stage) rejectQueued(c *Conn, held bool) {
 	if s.rejDelay == 0 || c.flags&fOutArmed != 0 || c.adm == nil {
 		return
 	}
+	a, now := c.adm, s.l.now
 	c.flags |= fRejOnly
 	if !held {
-		c.adm.rejAt = s.l.now
+		if a.flags&sLazy != 0 {
+			s.unlinkLazy(c)
+		}
+		a.rejAt, a.rejHeld = now, 0
+		if s.rejHold > s.rejDelay && now >= a.waitsUntil {
+			a.flags |= sLong
+		} else {
+			a.flags &^= sLong
+		}
 	}
+	a.rejHeld++
 }
 
 // holdRejects is asked by the flush phase about a connection whose
 // out-queue holds only refusals (fRejOnly): while they are younger than
-// RejectFlushDelay and the engine is not draining, c goes on the lazy list
-// and is not written this turn (true). It is safe on a nil stage.
+// its hold (the long one with sLong, else RejectFlushDelay) and the engine
+// is not draining, c goes on a lazy list and is not written this turn
+// (true). A long hold that has gathered rejectBatchMsgs refusals ends at
+// once: the peer is refused densely enough for the short hold to batch,
+// and one that pipelines through a window of its own must not be kept
+// waiting for its answers. It is safe on a nil stage.
 func (s *stage) holdRejects(c *Conn) bool {
-	if s == nil || c.adm == nil || s.l.draining || s.l.now-c.adm.rejAt >= s.rejDelay {
+	if s == nil || c.adm == nil {
+		return false
+	}
+	a := c.adm
+	hold := s.rejDelay
+	if a.flags&sLong != 0 {
+		hold = s.rejHold
+		if a.rejHeld >= rejectBatchMsgs {
+			a.flags &^= sLong
+			a.waitsUntil = s.l.now + autoRejectProbeNanos
+			hold = 0
+		}
+	}
+	if s.l.draining || s.l.now-a.rejAt >= hold {
 		return false
 	}
 	s.deferRejects(c)
 	return true
 }
 
-// deferRejects puts c on the lazy list (once) with its due time.
+// lazyList is a queue of connections whose refusals are held for the same
+// time, in the order of the turns that held them, so its front is its
+// first due.
+type lazyList struct {
+	head, tail *Conn
+	hold       int64
+}
+
+// deferRejects puts c at the back of its lazy list (once): lazy[1] for the
+// long hold, lazy[0] for RejectFlushDelay.
 func (s *stage) deferRejects(c *Conn) {
 	a := c.adm
 	if a.flags&sLazy != 0 {
@@ -188,35 +229,71 @@ func (s *stage) deferRejects(c *Conn) {
 	}
 	a.flags |= sLazy
 	s.l.st[cLazyFlushes]++
-	a.nextLazy = s.lazy
-	s.lazy = c
-	noteDue(&s.lazyDue, a.rejAt+s.rejDelay)
+	a.lazyAt, a.lazyQ = s.l.now, 0
+	if a.flags&sLong != 0 {
+		a.lazyQ = 1
+	}
+	q := &s.lazy[a.lazyQ]
+	a.prevLazy = q.tail
+	if q.tail == nil {
+		q.head = c
+		noteDue(&s.lazyDue, a.lazyAt+q.hold)
+	} else {
+		q.tail.adm.nextLazy = c
+	}
+	q.tail = c
+}
+
+// unlinkLazy takes c off its lazy list.
+func (s *stage) unlinkLazy(c *Conn) {
+	a := c.adm
+	q := &s.lazy[a.lazyQ]
+	if a.prevLazy == nil {
+		q.head = a.nextLazy
+	} else {
+		a.prevLazy.adm.nextLazy = a.nextLazy
+	}
+	if a.nextLazy == nil {
+		q.tail = a.prevLazy
+	} else {
+		a.nextLazy.adm.prevLazy = a.prevLazy
+	}
+	a.prevLazy, a.nextLazy = nil, nil
+	a.flags &^= sLazy
 }
 
 // releaseLazy moves the lazy connections whose rejects are due (all of
-// them once the engine drains) to the dirty list; the others stay lazy. A
-// connection that got a reply meanwhile was flushed with it and is dropped
-// from the list.
+// them once the engine drains) from the fronts of the lazy lists to the
+// dirty list; it stops at the first one held less than its list's hold, so
+// a turn costs only the connections it releases. A connection whose
+// refusals left meanwhile (with a reply, or once due) is dropped. A long
+// hold that ends holding a single refusal found a peer that waits for its
+// refusals (or one refused too rarely for any hold to batch): its
+// refusals get the short hold for autoRejectProbeNanos.
 func (s *stage) releaseLazy() {
 	l := s.l
 	if l.now < s.lazyDue && !l.draining {
 		return
 	}
-	c := s.lazy
-	s.lazy, s.lazyDue = nil, 0
-	for c != nil {
-		a := c.adm
-		next := a.nextLazy
-		a.nextLazy = nil
-		a.flags &^= sLazy
-		switch {
-		case c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil:
-		case l.draining || l.now-a.rejAt >= s.rejDelay:
+	s.lazyDue = 0
+	for i := range s.lazy {
+		q := &s.lazy[i]
+		for c := q.head; c != nil; c = q.head {
+			a := c.adm
+			if !l.draining && l.now-a.lazyAt < q.hold {
+				noteDue(&s.lazyDue, a.lazyAt+q.hold)
+				break
+			}
+			s.unlinkLazy(c)
+			if c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil {
+				continue
+			}
+			if a.flags&sLong != 0 && a.rejHeld == 1 {
+				a.flags &^= sLong
+				a.waitsUntil = l.now + autoRejectProbeNanos
+			}
 			c.flags &^= fRejOnly // due: the flush phase writes it
 			l.markDirty(c)
-		default:
-			s.deferRejects(c)
 		}
-		c = next
 	}
 }
