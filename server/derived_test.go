@@ -458,7 +458,7 @@ func TestPoolDerivedCoDel(t *testing.T) {
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
 		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512, Unordered: true, // one connection fills the queue
 			CoDel: &admission.CoDelConfig{Interval: 20 * time.Millisecond}}}, newTestHandler())
-	if c, _ := e.pool.derived(); c != time.Duration(autoMinCapNanos) {
+	if c, _ := e.pool.derived(); c != time.Duration(autoPoolMinCapNanos) {
 		t.Fatalf("cap before any measurement %v, want the floor", c)
 	}
 	c := dial(t, e)

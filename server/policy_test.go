@@ -1068,14 +1068,14 @@ func TestPoolPredictedWait(t *testing.T) {
 	}
 	// Frames of S = C/5, C at the floor: with one worker a frame's time in
 	// the pool is (n+1)·S + S behind n queued frames and one in service.
-	svc := autoMinCapNanos / 5
+	svc := autoPoolMinCapNanos / 5
 	p.svcNanos = svc
 	p.deriveLocked()
-	if c := int64(p.shedAfter()); c != autoMinCapNanos {
-		t.Fatalf("C %v for S %v, want the floor %v", time.Duration(c), time.Duration(svc), time.Duration(autoMinCapNanos))
+	if c := int64(p.shedAfter()); c != autoPoolMinCapNanos {
+		t.Fatalf("C %v for S %v, want the floor %v", time.Duration(c), time.Duration(svc), time.Duration(autoPoolMinCapNanos))
 	}
 	for n := int64(0); n <= 6; n++ {
-		want := n > 0 && (n+1)*svc+svc > autoMinCapNanos // in the pool against C: from n = 4 on
+		want := n > 0 && (n+1)*svc+svc > autoPoolMinCapNanos // in the pool against C: from n = 4 on
 		if got := p.predictedLong(); got != want {
 			t.Errorf("%d queued of C/5, one worker: predictedLong %v, want %v", n, got, want)
 		}
@@ -1090,9 +1090,9 @@ func TestPoolPredictedWait(t *testing.T) {
 		t.Errorf("8 queued of C/5 over 2 workers (0.9·C of wait, 1.1·C in the pool) not predicted past C")
 	}
 	// A frame held on its loop past C yields to a newer one (heldLong).
-	lo, hi := autoMinCapNanos*14/15, autoMinCapNanos*16/15
+	lo, hi := autoPoolMinCapNanos*14/15, autoPoolMinCapNanos*16/15
 	if p.heldLong(lo) || !p.heldLong(hi) {
-		t.Errorf("heldLong at %v %v, at %v %v; want false, true (C = %v)", time.Duration(lo), p.heldLong(lo), time.Duration(hi), p.heldLong(hi), time.Duration(autoMinCapNanos))
+		t.Errorf("heldLong at %v %v, at %v %v; want false, true (C = %v)", time.Duration(lo), p.heldLong(lo), time.Duration(hi), p.heldLong(hi), time.Duration(autoPoolMinCapNanos))
 	}
 	fixed, _ := barePool(t, &admission.CoDelConfig{Target: 750 * time.Microsecond, Interval: 100 * time.Millisecond})
 	fixed.svcNanos = int64(time.Millisecond)

@@ -98,7 +98,7 @@ type PoolConfig struct {
 	// CoDel, when set, sheds on queueing delay and serves newest first
 	// while the queue is overloaded (see admission.CoDel). A zero Target
 	// is derived from the workers' measured service time S per frame:
-	// target = C/2 with C = 2·S in [0.7 ms, 1 s], so a frame that waited more
+	// target = C/2 with C = 2·S in [0.5 ms, 1 s], so a frame that waited more
 	// than C in a standing queue is shed (AdmissionStats.QueueDelayCap
 	// shows C); a positive Target is used as it is.
 	CoDel *admission.CoDelConfig
