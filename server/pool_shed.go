@@ -74,7 +74,7 @@ func (p *pool) capLong() int64 {
 // frame and the loop's turn for the reply. By hand at 200 µs of work (64
 // and 1,000 connections, 2×, 5× and 10×, 2 alternating rounds): p99
 // 0.58–0.87 ms against 1.0–1.41 ms at the loop's 0.7 ms floor, frames
-// served 0–2% fewer; at 0.9× the same refusals (6–14/s); at 50 µs 1–5%
+// served 0–2% fewer; at 0.9× the same refusals (6–14/s); at 50 µs up to 5%
 // fewer (docs/overload/pool-floor-by-hand).
 const autoPoolMinCapNanos = int64(500 * time.Microsecond)
 
