@@ -92,10 +92,7 @@ func TestRejectHoldProbe(t *testing.T) {
 	const short, long = 100 * time.Millisecond, 800 * time.Millisecond
 	engine := func(t *testing.T) *Engine {
 		return startWith(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: lazyPolicy(t, short)}, newTestHandler(),
-			func(e *Engine) {
-				s := e.loops[0].stage
-				s.rejHold, s.lazy[1].hold = int64(long), int64(long)
-			})
+			func(e *Engine) { e.loops[0].stage.lazy[1].hold = int64(long) })
 	}
 	// refusals sends frames (all over the tenant's burst) and times the
 	// arrival of their n refusals from the first send.

@@ -1123,9 +1123,10 @@ func TestPoolRejectFlushDelay(t *testing.T) {
 		t.Errorf("derived pool target: rejDelay %v perConn %v, want %v and per-connection state",
 			time.Duration(s.rejDelay), s.perConn, time.Duration(autoRejectFlushNanos))
 	}
-	if s := stageOf(&admission.CoDelConfig{}, 30*time.Millisecond); s.rejDelay != int64(30*time.Millisecond) || s.rejHold != s.rejDelay {
-		t.Errorf("RejectFlushDelay 30ms: reads deferred %v, refusals held %v, want 30ms for both",
-			time.Duration(s.rejDelay), time.Duration(s.rejHold))
+	if s := stageOf(&admission.CoDelConfig{}, 30*time.Millisecond); s.rejDelay != int64(30*time.Millisecond) ||
+		s.lazy[0].hold != s.rejDelay || s.lazy[1].hold != s.rejDelay {
+		t.Errorf("RejectFlushDelay 30ms: reads deferred %v, refusals held %v or %v, want 30ms for all",
+			time.Duration(s.rejDelay), time.Duration(s.lazy[0].hold), time.Duration(s.lazy[1].hold))
 	}
 	if s := stageOf(&admission.CoDelConfig{Target: time.Millisecond}, 0); s.rejDelay != 0 {
 		t.Errorf("fixed pool target: rejDelay %v, want 0", time.Duration(s.rejDelay))

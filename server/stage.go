@@ -63,7 +63,6 @@ type stage struct {
 	shedDelay bool  // the Admitter has a CoDel: measure queueing delay
 	maxDelay  int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
 	rejDelay  int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
-	rejHold   int64 // how long a reject-only out-queue may be held: rejDelay, or autoRejectHoldNanos when derived
 	slowReads bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
 	perConn   bool  // connections carry connStage state
 	auto      bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
@@ -91,9 +90,9 @@ type stage struct {
 
 	lazy     [2]lazyList // reject-only out-queues held back (holdRejects): the short hold, the long one
 	slow     *Conn       // connections not read until slowAt (beforeRead, readEnd)
-	lazyDue  int64       // earliest due time on the lazy lists, and on the slow list (0: empty); the timerfd wakes the loop for them
-	slowDue  int64
-	slowNow  bool // the loop had nothing else to do: release every slow connection
+	lazyDue  int64       // earliest due time on the lazy lists (0: none); the timerfd wakes the loop for it
+	slowDue  int64       // the same for the slow list
+	slowNow  bool        // the loop had nothing else to do: release every slow connection
 	nextTick int64
 	gate     admission.GateState // the gate state last logged
 }
@@ -102,12 +101,12 @@ type stage struct {
 // the stage needs it (queueing delay, batched refusals, read charging).
 type connStage struct {
 	flags      stageFlag
+	lazyQ      uint8 // which lazy list it is on: index into stage.lazy
+	rejHeld    int32 // the refusals in its reject-only out-queue
 	drainedAt  int64 // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
 	rejAt      int64 // when the first reject of a reject-only out-queue was queued
-	rejHeld    int32 // the refusals in it
 	waitsUntil int64 // until then its refusals get the short hold: the peer waited for them, or is refused densely
 	lazyAt     int64 // the turn that put it on its lazy list
-	lazyQ      uint8 // which list: index into stage.lazy
 	slowAt     int64 // when a connection on the slow list is read
 	prevLazy   *Conn
 	nextLazy   *Conn
@@ -155,10 +154,10 @@ func newStage(l *loop, sc stageConfig) *stage {
 		// one core, 10x: 38k writes/s against 7k with it, goodput 3.14k
 		// against 2.64k frames/s)
 		s.rejDelay = autoRejectFlushNanos
-		s.rejHold = autoRejectHoldNanos
+		s.lazy[1].hold = autoRejectHoldNanos
 	}
-	s.rejHold = max(s.rejHold, s.rejDelay)
-	s.lazy[0].hold, s.lazy[1].hold = s.rejDelay, s.rejHold
+	s.lazy[0].hold = s.rejDelay
+	s.lazy[1].hold = max(s.lazy[1].hold, s.rejDelay) // the long hold: the short one unless derived
 	s.slowReads = s.rejDelay > 0 && (s.maxDelay > 0 || s.auto)
 	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
 	if s.auto {

@@ -174,7 +174,7 @@ func (s *stage) rejectQueued(c *Conn, held bool) {
 			s.unlinkLazy(c)
 		}
 		a.rejAt, a.rejHeld = now, 0
-		if s.rejHold > s.rejDelay && now >= a.waitsUntil {
+		if s.lazy[1].hold > s.lazy[0].hold && now >= a.waitsUntil {
 			a.flags |= sLong
 		} else {
 			a.flags &^= sLong
@@ -196,9 +196,9 @@ func (s *stage) holdRejects(c *Conn) bool {
 		return false
 	}
 	a := c.adm
-	hold := s.rejDelay
+	hold := s.lazy[0].hold
 	if a.flags&sLong != 0 {
-		hold = s.rejHold
+		hold = s.lazy[1].hold
 		if a.rejHeld >= rejectBatchMsgs {
 			a.flags &^= sLong
 			a.waitsUntil = s.l.now + autoRejectProbeNanos
