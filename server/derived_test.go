@@ -95,6 +95,22 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		t.Fatal("a window asleep half the time judged overloaded")
 	}
 	check(admission.PriorityNormal, l, admission.ReasonQueue)
+	// Not judged overloaded, but busy without a sleep for longer than L:
+	// a standing queue all the same, until the loop sleeps again. The
+	// reads' deferral still follows the window.
+	woke := l0.now
+	l0.now = woke + l
+	check(admission.PriorityNormal, l, admission.ReasonQueue)
+	l0.now = woke + l + 1
+	check(admission.PriorityNormal, c, admission.ReasonCoDel)
+	check(admission.PriorityCritical, l, admission.ReasonCoDel)
+	if got, _ := s.capFor(admission.PriorityNormal, s.overloaded()); s.overloaded() || got != l {
+		t.Fatalf("a long busy period: overloaded %v, the deferral's cap %v, want false and %v", s.overloaded(), time.Duration(got), time.Duration(l))
+	}
+	l0.pace.slept, l0.pace.turnEnd = true, l0.now
+	l0.now++
+	s.noteIdle()
+	check(admission.PriorityNormal, l, admission.ReasonQueue)
 	asleep(10)
 	if s.overloaded() {
 		t.Fatal("a loop not overloaded judged overloaded after a window asleep 10% of the time")

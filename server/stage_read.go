@@ -51,7 +51,9 @@ func (s *stage) deferRead(c *Conn) bool {
 	if l.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return false // see end of file and held frames at once
 	}
-	limit, _ := s.delayCap(admission.PriorityNormal)
+	// the window's judgement only: a long busy period alone (standing)
+	// is no reason to keep bytes unread for RejectFlushDelay
+	limit, _ := s.capFor(admission.PriorityNormal, s.overloaded())
 	if l.e.clock()-s.arrivalBound(c, true) <= limit {
 		return false
 	}
