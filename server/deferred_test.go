@@ -273,7 +273,8 @@ func slowReadsRun(t *testing.T, firstFrame bool) {
 // TestChargeReadBytes: with ChargeReadBytes a tenant's bytes are charged
 // as they are read; the read that passes the quota has its frames refused
 // with reason tenant and a retry-after, the connection is not read again
-// before that has passed, and then it is served again.
+// before that has passed (the loop sleeping meanwhile), and then it is
+// served again.
 func TestChargeReadBytes(t *testing.T) {
 	tl, err := admission.NewTenantLimiter(admission.TenantConfig{
 		Quota: admission.Quota{Count: 100, Per: time.Second, Burst: 100}}) // 100 bytes/s, burst 100
@@ -296,12 +297,18 @@ func TestChargeReadBytes(t *testing.T) {
 	if !ok || reason != "tenant" || retry <= 0 || retry > time.Second {
 		t.Fatalf("over the quota: %q, want a tenant reject with a retry-after in (0, 1s]", got)
 	}
+	turns0 := e.Stats().Turns
 	fmt.Fprint(c, "later0000\n") // read only once the quota has room for it again
 	if got := c.line(t); got != "later0000" {
 		t.Fatalf("after the retry-after: %q", got)
 	}
 	if waited := time.Since(t0); waited < retry-20*time.Millisecond {
 		t.Errorf("served again after %v, before the retry-after %v", waited, retry)
+	}
+	// parked for the quota with nothing else to do, the loop sleeps until
+	// the park is due (it spun before: 198,169 turns in 100 ms)
+	if turns, waited := e.Stats().Turns-turns0, time.Since(t0); turns > 1000 {
+		t.Errorf("%d turns in the %v the connection was parked for its quota, want the loop asleep", turns, waited)
 	}
 	if s := e.Stats(); s.Admission.Rejects[admission.ReasonTenant] == 0 {
 		t.Error("no tenant rejects counted")

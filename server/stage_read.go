@@ -172,6 +172,9 @@ func (s *stage) park(c *Conn, at int64, quota bool) {
 	a.slowAt = at
 	a.nextSlow = s.slow
 	s.slow = c
+	if !quota {
+		s.slowEarly++
+	}
 	noteDue(&s.slowDue, at)
 }
 
@@ -193,7 +196,7 @@ func (s *stage) releaseSlow() {
 		return
 	}
 	c := s.slow
-	s.slow, s.slowDue = nil, 0
+	s.slow, s.slowDue, s.slowEarly = nil, 0, 0
 	for c != nil {
 		a := c.adm
 		next := a.nextSlow
@@ -207,6 +210,9 @@ func (s *stage) releaseSlow() {
 		default:
 			a.nextSlow = s.slow
 			s.slow = c
+			if a.flags&sQuota == 0 {
+				s.slowEarly++
+			}
 			noteDue(&s.slowDue, a.slowAt)
 		}
 		c = next
