@@ -242,9 +242,9 @@ func (s *stage) overloaded() bool { return s.hot }
 // judged not overloaded because the clients paused (see autoBusyNanos) let
 // frames queue up to L until the next window closed, 100 ms later. By
 // hand, inline 200 µs of work, 64 connections, 10×, with the generator
-// stopped three times for 25 ms: admitted p99 0.9 ms against 20–27 ms
-// (docs/overload/busy-period-by-hand). The reads' deferral (deferRead)
-// still follows the window only.
+// stopped three times for 25 ms: admitted p99 0.88–1.29 ms against
+// 21–23 ms, 3 rounds (docs/overload/busy-period-by-hand). The reads'
+// deferral (deferRead) still follows the window only.
 func (s *stage) standing() bool { return s.hot || s.l.now-s.awakeAt > s.capLong }
 
 // noteIdle is the afterWait part of the overload judgement: it adds the

@@ -51,8 +51,9 @@ func (s *stage) deferRead(c *Conn) bool {
 	if l.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return false // see end of file and held frames at once
 	}
-	// the window's judgement only: a long busy period alone (standing)
-	// is no reason to keep bytes unread for RejectFlushDelay
+	// the window's judgement only: deferring on a long busy period too
+	// (standing) read p99 8.2 and 11 ms in 2 of 9 runs with the
+	// generator stopped, against at most 1.3 ms without
 	limit, _ := s.capFor(admission.PriorityNormal, s.overloaded())
 	if l.e.clock()-s.arrivalBound(c, true) <= limit {
 		return false
