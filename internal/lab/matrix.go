@@ -46,6 +46,13 @@ const (
 	MatrixP99Target     = 3.0
 )
 
+// MatrixGeneratorSaturated is the share of its CPUs at which the generator
+// is marked saturated in a cell: it then sends late and reads answers late
+// by itself, so the cell's latencies are not the server's alone (on the
+// 2-CPU machines, every 50 µs cell at 5× and 10× ran its one generator CPU
+// at 99–100%).
+const MatrixGeneratorSaturated = 0.95
+
 // capacityQueue is the simulated work the capacity run keeps queued over
 // all connections: enough that a descheduled generator (a few ms) cannot
 // leave the server idle, and little enough that no request waits near the

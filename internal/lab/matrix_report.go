@@ -195,6 +195,9 @@ func cellText(c *MatrixCell) string {
 	case !c.AllAnswered:
 		s += " · connections failed" + miss
 	}
+	if c.GeneratorSaturated() {
+		s += fmt.Sprintf(" · generator %.0f%% busy", 100*c.GeneratorBusy)
+	}
 	return s + failed
 }
 
@@ -209,8 +212,8 @@ func (rep *MatrixReport) Markdown() string {
 	fmt.Fprintf(&b, "# The overload matrix\n\nRun %s to %s on %s (%d CPUs, kernel %s, %s); load average %s at the start, %s at the end. Servers pinned to CPUs %v (GOMAXPROCS and loops %d), the generator to CPUs %v; %s, a fresh server process per run, the servers alternating in every phase of every block; medians over the rounds with the range in parentheses.\n\n",
 		rep.Started.Format("2006-01-02 15:04"), rep.Finished.Format("2006-01-02 15:04"), m.CPUModel, m.CPUs, m.Kernel, m.GoVersion,
 		m.LoadAvgStart, m.LoadAvgEnd, c.ServerCPUs, len(c.ServerCPUs), c.ClientCPUs, plural(c.Rounds, "round"))
-	fmt.Fprintf(&b, "Each cell is **goodput ÷ capacity / admitted p99 ÷ p99 at %s capacity**. Capacity is the server's closed-loop throughput in the same round (the sluice servers measured without shedding); the reference and overload runs are open loops at %s and at the column's multiple of it, %d-byte length-prefixed frames. Goodput counts echoed requests only: a reject is an answer, not goodput. p99s are of echoed requests, from their intended send time. %s marks a median that misses its target (goodput ≥ %.0f%%, p99 ≤ %s×); \"N unanswered%s\" a cell where N requests of its worst round got no answer (sends the generator could not issue because the connection had %d requests in flight or had failed, and requests lost with a failed connection, %v response timeout).\n\n",
-		factorText(c.RefFraction), factorText(c.RefFraction), c.Size, strings.TrimSpace(miss), 100*MatrixGoodputTarget, timesText(MatrixP99Target), miss, bench.DefaultOpenInFlight, durText(bench.DefaultResponseTimeout))
+	fmt.Fprintf(&b, "Each cell is **goodput ÷ capacity / admitted p99 ÷ p99 at %s capacity**. Capacity is the server's closed-loop throughput in the same round (the sluice servers measured without shedding); the reference and overload runs are open loops at %s and at the column's multiple of it, %d-byte length-prefixed frames. Goodput counts echoed requests only: a reject is an answer, not goodput. p99s are of echoed requests, from their intended send time. %s marks a median that misses its target (goodput ≥ %.0f%%, p99 ≤ %s×); \"N unanswered%s\" a cell where N requests of its worst round got no answer (sends the generator could not issue because the connection had %d requests in flight or had failed, and requests lost with a failed connection, %v response timeout); \"generator N%% busy\" a cell whose generator used at least %.0f%% of its CPUs in a round: it sent and read late by itself, so that cell's latencies (and the goodput it could offer) are not the server's alone.\n\n",
+		factorText(c.RefFraction), factorText(c.RefFraction), c.Size, strings.TrimSpace(miss), 100*MatrixGoodputTarget, timesText(MatrixP99Target), miss, bench.DefaultOpenInFlight, durText(bench.DefaultResponseTimeout), 100*MatrixGeneratorSaturated)
 	fmt.Fprintf(&b, "Each run measures at least %s after %s of warm-up, longer where the server is expected to serve fewer than %d requests in that time (up to %s); the fewest requests behind a p99 are in the reference tables.\n\n",
 		durText(c.Duration), durText(c.Warmup), c.MinSamples, durText(maxMatrixWindow))
 	rep.writeVerdicts(&b)
@@ -229,7 +232,7 @@ func (rep *MatrixReport) writeVerdicts(b *strings.Builder) {
 		all[i] = &rep.Cells[i]
 	}
 	for _, srv := range distinct(all, func(c *MatrixCell) string { return c.Server }) {
-		var n, met, good, p99, ans int
+		var n, met, good, p99, ans, sat int
 		for _, c := range all {
 			if c.Server != srv {
 				continue
@@ -247,8 +250,15 @@ func (rep *MatrixReport) writeVerdicts(b *strings.Builder) {
 			if c.AllAnswered && c.Failed == 0 {
 				ans++
 			}
+			if c.GeneratorSaturated() {
+				sat++
+			}
 		}
-		fmt.Fprintf(b, "- **%s** meets all three targets in %d of %d cells (goodput in %d, p99 in %d, every request answered in %d).\n", srv, met, n, good, p99, ans)
+		fmt.Fprintf(b, "- **%s** meets all three targets in %d of %d cells (goodput in %d, p99 in %d, every request answered in %d).", srv, met, n, good, p99, ans)
+		if sat > 0 {
+			fmt.Fprintf(b, " The generator was saturated in %d of them.", sat)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 }

@@ -117,8 +117,18 @@ type MatrixCell struct {
 	// Late is the largest share of an overload run's sends the generator
 	// issued late (more than 1 ms after their intended time).
 	Late float64 `json:"late"`
+	// GeneratorBusy is the largest share of its CPUs the generator used in
+	// an overload run (its CPU time over the run, over the CPUs it was
+	// pinned to; 0 when not measured).
+	GeneratorBusy float64 `json:"generator_busy,omitempty"`
 	// Errors are the runs' error messages.
 	Errors []string `json:"errors,omitempty"`
+}
+
+// GeneratorSaturated reports whether the generator used at least
+// MatrixGeneratorSaturated of its CPUs in one of the cell's overload runs.
+func (c *MatrixCell) GeneratorSaturated() bool {
+	return c.GeneratorBusy >= MatrixGeneratorSaturated
 }
 
 // GoodputMet, P99Met and Met judge the cell's medians against the targets.
@@ -212,6 +222,7 @@ func (rep *MatrixReport) Summarize() {
 		if ov.Intended > 0 {
 			c.Late = max(c.Late, float64(ov.Late)/float64(ov.Intended))
 		}
+		c.GeneratorBusy = max(c.GeneratorBusy, ov.ClientUtil/float64(max(1, len(rep.Config.ClientCPUs))))
 		if cp == nil || cp.Load == nil || cp.Load.MsgsPerSec <= 0 || rf == nil || rf.Load == nil || rf.Load.Latency.P99Micros <= 0 {
 			continue
 		}

@@ -273,10 +273,44 @@ func TestMatrixCellText(t *testing.T) {
 		{rep.cell(ModePool, us200, ServerSluiceShedDefault, 10), "no result · 2 of 2 rounds failed ✗"},
 		{&MatrixCell{Rounds: 1, GoodputRatio: Spread{1, 1, 1}, P99Ratio: Spread{1, 1, 1}}, "100% (100–100%) / 1.0× (1.0–1.0) · connections failed ✗"},
 		{&MatrixCell{Rounds: 1, AllAnswered: true}, "0% (0–0%) ✗ / no p99 ✗"},
+		{&MatrixCell{Rounds: 1, AllAnswered: true, GoodputRatio: Spread{0.77, 0.77, 0.77}, P99Ratio: Spread{3.9, 3.9, 3.9}, GeneratorBusy: 0.97},
+			"77% (77–77%) ✗ / 3.9× (3.9–3.9) ✗ · generator 97% busy"},
+		{&MatrixCell{Rounds: 1, AllAnswered: true, GoodputRatio: Spread{0.95, 0.95, 0.95}, P99Ratio: Spread{2, 2, 2}, GeneratorBusy: 0.94},
+			"95% (95–95%) / 2.0× (2.0–2.0)"},
 	} {
 		if got := cellText(tc.c); got != tc.want {
 			t.Errorf("%d: %q, want %q", i, got, tc.want)
 		}
+	}
+}
+
+// TestMatrixGeneratorSaturated: a cell's generator load is the busiest of
+// its overload runs over the generator's CPUs, marked from 95% of them, and
+// the verdict line counts the marked cells.
+func TestMatrixGeneratorSaturated(t *testing.T) {
+	const us50 = 50 * time.Microsecond
+	run := func(round int, factor, clientUtil float64) MatrixRun {
+		return MatrixRun{Round: round, Mode: ModeInline, Conns: 64, Work: us50, Server: ServerSluiceShedDefault, Kind: KindOverload, Factor: factor,
+			Answered: true, Load: &LoadBrief{MsgsPerSec: 1000, ClientUtil: clientUtil}}
+	}
+	rep := &MatrixReport{Config: MatrixConfig{ClientCPUs: []int{1, 2}},
+		Runs: []MatrixRun{run(1, 2, 0.9), run(2, 2, 1.1), run(1, 5, 1.2), run(2, 5, 1.9)}}
+	rep.Summarize()
+	for _, tc := range []struct {
+		factor float64
+		busy   float64
+		sat    bool
+	}{{2, 0.55, false}, {5, 0.95, true}} {
+		c := rep.cell(ModeInline, us50, ServerSluiceShedDefault, tc.factor)
+		if c == nil {
+			t.Fatalf("no cell at %v×", tc.factor)
+		}
+		if math.Abs(c.GeneratorBusy-tc.busy) > 1e-9 || c.GeneratorSaturated() != tc.sat {
+			t.Errorf("%v×: generator busy %v saturated %v, want %v %v", tc.factor, c.GeneratorBusy, c.GeneratorSaturated(), tc.busy, tc.sat)
+		}
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "The generator was saturated in 1 of them.") {
+		t.Errorf("verdicts do not count the saturated cell:\n%s", md)
 	}
 }
 
