@@ -309,7 +309,7 @@ func TestMatrixGeneratorSaturated(t *testing.T) {
 			t.Errorf("%v×: generator busy %v saturated %v, want %v %v", tc.factor, c.GeneratorBusy, c.GeneratorSaturated(), tc.busy, tc.sat)
 		}
 	}
-	if md := rep.Markdown(); !strings.Contains(md, "The generator was saturated in 1 of them.") {
+	if md := rep.Markdown(); !strings.Contains(md, "The generator used at least 95% of its CPUs in 1 of them.") {
 		t.Errorf("verdicts do not count the saturated cell:\n%s", md)
 	}
 }
