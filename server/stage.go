@@ -313,7 +313,7 @@ func (s *stage) now() int64 {
 // delayCap returns the queueing delay above which a frame of priority p is
 // refused, and the reason; 0 means no cap.
 func (s *stage) delayCap(p admission.Priority) (int64, admission.Reason) {
-	return s.capFor(p, s.auto && s.standing())
+	return s.capFor(p, s.standing())
 }
 
 // capFor is delayCap with the judgement of a standing queue given: the

@@ -183,6 +183,14 @@ func (s *stage) rejectQueued(c *Conn, held bool) {
 	a.rejHeld++
 }
 
+// shortHold ends a connection's long hold at now: its peer waits for its
+// refusals, or is refused densely; its refusals get the short hold for
+// autoRejectProbeNanos, and then the long one is tried again.
+func shortHold(a *connStage, now int64) {
+	a.flags &^= sLong
+	a.waitsUntil = now + autoRejectProbeNanos
+}
+
 // holdRejects is asked by the flush phase about a connection whose
 // out-queue holds only refusals (fRejOnly): while they are younger than
 // its hold (the long one with sLong, else RejectFlushDelay) and the engine
@@ -200,8 +208,7 @@ func (s *stage) holdRejects(c *Conn) bool {
 	if a.flags&sLong != 0 {
 		hold = s.lazy[1].hold
 		if a.rejHeld >= rejectBatchMsgs {
-			a.flags &^= sLong
-			a.waitsUntil = s.l.now + autoRejectProbeNanos
+			shortHold(a, s.l.now)
 			hold = 0
 		}
 	}
@@ -289,8 +296,7 @@ func (s *stage) releaseLazy() {
 				continue
 			}
 			if a.flags&sLong != 0 && a.rejHeld == 1 {
-				a.flags &^= sLong
-				a.waitsUntil = l.now + autoRejectProbeNanos
+				shortHold(a, l.now)
 			}
 			c.flags &^= fRejOnly // due: the flush phase writes it
 			l.markDirty(c)
