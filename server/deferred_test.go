@@ -84,10 +84,11 @@ func TestRejectFlushDelay(t *testing.T) {
 
 // TestRejectHoldProbe: with a long hold as well as RejectFlushDelay (as
 // when both are derived), a peer's first batch of refusals gets the long
-// hold. A peer that waited for it (the hold ended with one refusal) gets the
-// short hold afterwards; a peer that sent more meanwhile keeps the long
-// one; a peer refused rejectBatchMsgs times within it gets its refusals at
-// once, and the short hold afterwards.
+// hold. A peer that waited for it (the hold ended with one refusal, or
+// nothing was read from it in the hold's second half) gets the short hold
+// afterwards; a peer that kept sending keeps the long one; a peer refused
+// rejectBatchMsgs times within it gets its refusals at once, and the long
+// hold again for the next.
 func TestRejectHoldProbe(t *testing.T) {
 	const short, long = 100 * time.Millisecond, 800 * time.Millisecond
 	engine := func(t *testing.T) *Engine {
@@ -134,8 +135,20 @@ func TestRejectHoldProbe(t *testing.T) {
 	t.Run("sends meanwhile", func(t *testing.T) {
 		c := dialLine(t, engine(t).Addr().String(), nil)
 		served(t, c)
-		within(t, "two refusals sent apart", refusals(t, c, 2, "a2\n", "a3\n"), long)
+		t0 := time.Now()
+		fmt.Fprint(c, "a2\n")
+		time.Sleep(long * 5 / 8) // into the hold's second half
+		within(t, "two refusals sent apart", time.Since(t0)+refusals(t, c, 1, "a3\n"), long)
+		if reason, _, ok := protocol.ParseRejectText([]byte(c.line(t))); !ok || reason != "tenant" {
+			t.Fatal("want the second tenant reject")
+		}
 		within(t, "the next", refusals(t, c, 1, "a4\n"), long)
+	})
+	t.Run("sends early, then waits", func(t *testing.T) {
+		c := dialLine(t, engine(t).Addr().String(), nil)
+		served(t, c)
+		within(t, "two refusals sent together", refusals(t, c, 2, "a2\n", "a3\n"), long)
+		within(t, "the next, the peer having waited", refusals(t, c, 1, "a4\n"), short)
 	})
 	t.Run("dense", func(t *testing.T) {
 		c := dialLine(t, engine(t).Addr().String(), nil)
@@ -147,7 +160,7 @@ func TestRejectHoldProbe(t *testing.T) {
 		if d := refusals(t, c, rejectBatchMsgs, batch.String()); d >= short {
 			t.Errorf("a batch of refusals after %v, want at once", d)
 		}
-		within(t, "the next", refusals(t, c, 1, "a99\n"), short)
+		within(t, "the next", refusals(t, c, 1, "a99\n"), long)
 	})
 }
 
@@ -270,6 +283,82 @@ func slowReadsRun(t *testing.T, firstFrame bool) {
 	}
 }
 
+// TestLongPark: a sparse connection (a frame per 40 ms or more) whose
+// refusals wait on the long hold and that is deferred again is read when
+// its refusals are written, not as soon as the loop idles (it is not
+// judged overloaded): what it sent meanwhile is refused in the same write,
+// for one read instead of one per refused frame.
+func TestLongPark(t *testing.T) {
+	const hold = 600 * time.Millisecond
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
+		CoDel: &admission.CoDelConfig{Target: time.Second, Interval: 10 * time.Second}})
+	started := make(chan struct{}, 1)
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		if string(frame) == "slow" {
+			started <- struct{}{}
+			spin(40 * time.Millisecond)
+		}
+		c.WriteFrame(frame)
+		return None
+	}
+	e := startWith(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
+		MaxQueueDelay: 5 * time.Millisecond, RejectFlushDelay: 20 * time.Millisecond}}, h,
+		func(e *Engine) { // as when derived: a long hold, and no Classify
+			s := e.loops[0].stage
+			s.lazy[1].hold, s.longPark = int64(hold), true
+		})
+	a := dialLine(t, e.Addr().String(), nil)
+	b := dialLine(t, e.Addr().String(), nil)
+	fmt.Fprint(b, "b0\n")
+	if got := b.line(t); got != "b0" {
+		t.Fatalf("b0: %q", got)
+	}
+	// busy sends b's frame while the loop spins: it is deferred, and refused
+	busy := func(frame string) (readsBefore uint64) {
+		t.Helper()
+		readsBefore = e.Stats().Reads // published by the idle loop
+		fmt.Fprint(a, "slow\n")
+		<-started
+		fmt.Fprint(b, frame)
+		if got := a.line(t); got != "slow" {
+			t.Fatalf("slow: %q", got)
+		}
+		return readsBefore
+	}
+	busy("b1\n") // b's first refusal starts a batch on the long hold
+	t0 := time.Now()
+	for e.Stats().Rejects == 0 {
+		if time.Since(t0) > 5*time.Second {
+			t.Fatal("b1 not refused")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	r0 := busy("b2\n")
+	time.Sleep(100 * time.Millisecond)
+	if got := e.Stats().Reads - r0; got != 1 {
+		t.Errorf("%d reads while b2 waited and the loop idled, want 1 (a's): b is read with its refusals", got)
+	}
+	for i := 1; i <= 2; i++ {
+		if reason, _, ok := protocol.ParseRejectText([]byte(b.line(t))); !ok || reason != admission.ReasonQueue.String() {
+			t.Fatalf("b%d: want a queue reject", i)
+		}
+	}
+	if waited := time.Since(t0); waited < hold-100*time.Millisecond {
+		t.Errorf("b's refusals after %v, want the long hold, %v", waited, hold)
+	}
+	time.Sleep(20 * time.Millisecond) // for the loop to publish its counters
+	s := e.Stats()
+	if s.SlowReads < 2 || s.Rejects != 2 {
+		t.Errorf("SlowReads %d, Rejects %d: want both of b's frames deferred and refused", s.SlowReads, s.Rejects)
+	}
+	fmt.Fprint(b, "b3\n") // the loop is idle again: served
+	if got := b.line(t); got != "b3" {
+		t.Fatalf("b3: %q", got)
+	}
+}
+
 // TestChargeReadBytes: with ChargeReadBytes a tenant's bytes are charged
 // as they are read; the read that passes the quota has its frames refused
 // with reason tenant and a retry-after, the connection is not read again
@@ -369,5 +458,49 @@ func TestRejectZeroAllocs(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(200, round); a != 0 {
 		t.Errorf("%.2f allocations per round of %d refused frames, want 0", a, n)
+	}
+}
+
+// TestLongParksDueFirst: an idle loop judged overloaded, with only long
+// parks on the slow list, reads the autoIdleParkReads of them due first
+// (longParksDueFirst gives the due time of the last of those); one not
+// judged overloaded sleeps until they are due.
+func TestLongParksDueFirst(t *testing.T) {
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{Interval: 10 * time.Millisecond}})
+	e, err := New(Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, HandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.loops[0].stage
+	if !s.longPark {
+		t.Fatal("derived stage without Classify: no long parks")
+	}
+	ms := int64(time.Millisecond)
+	// 12 long parks due at 1..12 ms, in a shuffled order, and one short park
+	for _, i := range []int64{7, 3, 12, 1, 9, 5, 11, 2, 8, 4, 10, 6} {
+		c := &Conn{adm: &connStage{flags: sLongPark}}
+		s.park(c, i*ms, false)
+	}
+	if s.slowLong != 12 || s.slowEarly != 0 {
+		t.Fatalf("slowLong %d slowEarly %d, want 12 and 0", s.slowLong, s.slowEarly)
+	}
+	if got := s.longParksDueFirst(); got != autoIdleParkReads*ms {
+		t.Errorf("the %d due first end at %v, want %v", autoIdleParkReads, time.Duration(got), time.Duration(autoIdleParkReads*ms))
+	}
+	s.hot = false
+	if s.beforeSleep() {
+		t.Error("a loop not judged overloaded reads long parks early")
+	}
+	s.hot = true
+	if !s.beforeSleep() || !s.slowFirst || s.slowNow {
+		t.Errorf("overloaded, only long parks: beforeSleep must read the ones due first (slowFirst %v slowNow %v)", s.slowFirst, s.slowNow)
+	}
+	// fewer than autoIdleParkReads: all of them
+	s.slow, s.slowLong, s.slowDue = nil, 0, 0
+	for _, i := range []int64{3, 1, 2} {
+		s.park(&Conn{adm: &connStage{flags: sLongPark}}, i*ms, false)
+	}
+	if got := s.longParksDueFirst(); got != 3*ms {
+		t.Errorf("all 3 end at %v, want 3ms", time.Duration(got))
 	}
 }

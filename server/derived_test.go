@@ -38,6 +38,12 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	if !s.auto || !s.timed || s.rejDelay != autoRejectFlushNanos || !s.slowReads {
 		t.Fatalf("derived stage: auto %v timed %v rejDelay %v slowReads %v", s.auto, s.timed, s.rejDelay, s.slowReads)
 	}
+	if !s.longPark {
+		t.Fatal("derived stage without Classify: no long parks")
+	}
+	if newLoopStage(AdmissionPolicy{Admitter: codel(), Classify: func(*Conn, []byte, *admission.Frame) {}}).longPark {
+		t.Fatal("derived stage with Classify: long parks, which would hold critical frames past L")
+	}
 	if s.lazy[0].hold != autoRejectFlushNanos || s.lazy[1].hold != autoRejectHoldNanos {
 		t.Fatalf("derived stage: refusals held %v or %v, want %v and %v",
 			time.Duration(s.lazy[0].hold), time.Duration(s.lazy[1].hold),

@@ -18,6 +18,9 @@ import (
 // the pool or the handler; false means it was refused and answered (or
 // replayed from the idempotency store).
 func (s *stage) admitFrame(c *Conn, frame []byte) bool {
+	if s.longPark {
+		c.adm.frames++
+	}
 	if s.fn != nil {
 		v := s.fn(c, frame, s.at(s.l.now))
 		if !v.Reject {
@@ -208,8 +211,7 @@ func (s *stage) holdRejects(c *Conn) bool {
 	if a.flags&sLong != 0 {
 		hold = s.lazy[1].hold
 		if a.rejHeld >= rejectBatchMsgs {
-			shortHold(a, s.l.now)
-			hold = 0
+			hold = 0 // written now; the next batch gets the long hold again
 		}
 	}
 	if s.l.draining || s.l.now-a.rejAt >= hold {
@@ -266,7 +268,7 @@ func (s *stage) unlinkLazy(c *Conn) {
 		a.nextLazy.adm.prevLazy = a.prevLazy
 	}
 	a.prevLazy, a.nextLazy = nil, nil
-	a.flags &^= sLazy
+	a.flags &^= sLazy | sLongPark // a long park's read is due with its refusals' write
 }
 
 // releaseLazy moves the lazy connections whose rejects are due (all of
@@ -291,11 +293,15 @@ func (s *stage) releaseLazy() {
 				noteDue(&s.lazyDue, a.lazyAt+q.hold)
 				break
 			}
+			parked := a.flags&sLongPark != 0
 			s.unlinkLazy(c)
 			if c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil {
 				continue
 			}
-			if a.flags&sLong != 0 && a.rejHeld == 1 {
+			if a.flags&sLong != 0 && !parked && (a.rejHeld == 1 || l.now-c.lastActive > q.hold/2) {
+				// the peer waits for its refusals: it sent nothing for
+				// the second half of the hold (a long park's read, this
+				// turn, adds what it sent meanwhile)
 				shortHold(a, l.now)
 			}
 			c.flags &^= fRejOnly // due: the flush phase writes it

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
@@ -58,8 +59,23 @@ func (s *stage) deferRead(c *Conn) bool {
 	if l.e.clock()-s.arrivalBound(c, true) <= limit {
 		return false
 	}
-	c.adm.flags &^= sFresh
-	s.park(c, l.now+s.rejDelay, false)
+	a := c.adm
+	a.flags &^= sFresh
+	at := l.now + s.rejDelay
+	if s.longPark && a.flags&(sLazy|sLong) == sLazy|sLong && a.gapNanos*rejectBatchMsgs >= autoSparseNanos {
+		// A sparse connection whose refusals wait on the long hold: read
+		// it once rejectBatchMsgs frames are due at its own pace, or when
+		// its refusals are written, so that what it sent meanwhile is
+		// refused in one read and one write, and not when the loop idles
+		// (see autoSparseNanos). A connection that sends one frame per
+		// 23 ms (1,000 connections at 10x) otherwise costs a read per
+		// refused frame. A dense one is not parked: its window would fill.
+		if due := min(a.lazyAt+s.lazy[a.lazyQ].hold, l.now+a.gapNanos*rejectBatchMsgs); due > at {
+			at = due
+			a.flags |= sLongPark
+		}
+	}
+	s.park(c, at, false)
 	l.st[cSlowReads]++
 	return true
 }
@@ -126,6 +142,9 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 	if a == nil {
 		return
 	}
+	if s.longPark {
+		s.notePace(a)
+	}
 	if t0 != 0 {
 		if drained && c.flags&(fHeld|fClosed) == 0 && (len(c.in) == 0 || c.flags&fPartial != 0) {
 			a.drainedAt = t0
@@ -143,6 +162,23 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 	}
 	a.flags &^= sFresh
 	s.park(c, s.l.now+int64(s.readRetry), true)
+}
+
+// notePace updates a connection's time between frames after a read (an
+// average over its reads of the time since the last one, divided by the
+// frames that read brought), which tells a sparse connection from a dense
+// one (deferRead).
+func (s *stage) notePace(a *connStage) {
+	now := s.l.now
+	if n := int64(a.frames); n > 0 && a.readAt != 0 {
+		gap := (now - a.readAt) / n
+		if a.gapNanos == 0 {
+			a.gapNanos = gap
+		} else {
+			a.gapNanos += (gap - a.gapNanos) / 4
+		}
+	}
+	a.frames, a.readAt = 0, now
 }
 
 // parked reports whether c waits on the slow list (readConn stops).
@@ -163,7 +199,8 @@ func (s *stage) arrivalBound(c *Conn, edge bool) int64 {
 }
 
 // park puts c on the slow list, to be read at at; quota marks a wait for
-// the tenant's byte quota, which only the time ends.
+// the tenant's byte quota, which only the time ends. Neither a quota park
+// nor a long one (sLongPark) is read early by an idle loop.
 func (s *stage) park(c *Conn, at int64, quota bool) {
 	a := c.adm
 	a.flags |= sSlow
@@ -173,8 +210,11 @@ func (s *stage) park(c *Conn, at int64, quota bool) {
 	a.slowAt = at
 	a.nextSlow = s.slow
 	s.slow = c
-	if !quota {
+	if !quota && a.flags&sLongPark == 0 {
 		s.slowEarly++
+	}
+	if a.flags&sLongPark != 0 {
+		s.slowLong++
 	}
 	noteDue(&s.slowDue, at)
 }
@@ -187,17 +227,21 @@ func noteDue(due *int64, at int64) {
 }
 
 // releaseSlow moves the slow connections that are due (all but the
-// quota-parked ones when the loop had nothing else to do; all once the
+// quota and long parks when the loop had nothing else to do; all once the
 // engine drains) to the ready list; the others stay.
 func (s *stage) releaseSlow() {
 	l := s.l
 	all := s.slowNow || l.draining
-	s.slowNow = false
-	if l.now < s.slowDue && !all {
+	firstDue := int64(math.MinInt64) // with slowFirst: release the long parks due by then
+	if s.slowFirst {
+		firstDue = s.longParksDueFirst()
+	}
+	s.slowNow, s.slowFirst = false, false
+	if l.now < s.slowDue && !all && firstDue == math.MinInt64 {
 		return
 	}
 	c := s.slow
-	s.slow, s.slowDue, s.slowEarly = nil, 0, 0
+	s.slow, s.slowDue, s.slowEarly, s.slowLong = nil, 0, 0, 0
 	for c != nil {
 		a := c.adm
 		next := a.nextSlow
@@ -205,19 +249,62 @@ func (s *stage) releaseSlow() {
 		switch {
 		case c.flags&fClosed != 0:
 			a.flags &^= sSlow | sQuota
-		case l.now >= a.slowAt || all && a.flags&sQuota == 0 || l.draining:
+		case l.now >= a.slowAt || all && a.flags&(sQuota|sLongPark) == 0 || l.draining:
 			a.flags &^= sSlow | sQuota
+			l.ready(c, fNeedRead)
+		case a.flags&sLongPark != 0 && a.slowAt <= firstDue:
+			// read early, for a loop short of admissible frames: its
+			// refusals still wait for their hold
+			a.flags &^= sSlow | sLongPark
 			l.ready(c, fNeedRead)
 		default:
 			a.nextSlow = s.slow
 			s.slow = c
-			if a.flags&sQuota == 0 {
+			if a.flags&(sQuota|sLongPark) == 0 {
 				s.slowEarly++
+			}
+			if a.flags&sLongPark != 0 {
+				s.slowLong++
 			}
 			noteDue(&s.slowDue, a.slowAt)
 		}
 		c = next
 	}
+}
+
+// longParksDueFirst returns the due time of the autoIdleParkReads-th long
+// park due first (or of the last one, if there are fewer): releaseSlow
+// reads the long parks due by then. It walks the slow list, which an idle
+// loop can afford.
+func (s *stage) longParksDueFirst() int64 {
+	const k = autoIdleParkReads
+	var first [k]int64
+	n := 0
+	for c := s.slow; c != nil; c = c.adm.nextSlow {
+		a := c.adm
+		if a.flags&sLongPark == 0 {
+			continue
+		}
+		if n < k {
+			first[n] = a.slowAt
+			n++
+			continue
+		}
+		last := 0 // the latest of the first k so far
+		for i := 1; i < n; i++ {
+			if first[i] > first[last] {
+				last = i
+			}
+		}
+		if a.slowAt < first[last] {
+			first[last] = a.slowAt
+		}
+	}
+	due := int64(math.MinInt64)
+	for _, at := range first[:n] {
+		due = max(due, at)
+	}
+	return due
 }
 
 // afterFlush applies the policy's per-connection budgets after c was
