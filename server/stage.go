@@ -110,7 +110,7 @@ type connStage struct {
 	rejHeld    int32 // the refusals in its reject-only out-queue
 	drainedAt  int64 // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
 	rejAt      int64 // when the first reject of a reject-only out-queue was queued
-	waitsUntil int64 // until then its refusals get the short hold: the peer waited for them, or is refused densely
+	waitsUntil int64 // until then its refusals get the short hold: the peer waited for them
 	lazyAt     int64 // the turn that put it on its lazy list
 	slowAt     int64 // when a connection on the slow list is read
 	readAt     int64 // with longPark: the turn of its last read
@@ -231,11 +231,11 @@ const (
 // on the long hold are parked with them (deferRead), and an idle loop reads
 // only the autoIdleParkReads long parks due first, so that a loop short of
 // admissible frames gets connections back a few at a time. Together, by
-// hand against 100 ms holds that ended when full and reads deferred 10 ms
-// (3 rounds, docs/overload/long-park-by-hand): inline 200 µs, 1,000
-// connections, 1.233× the frames served at 10× and 1.095× at 5× (about
-// 95% of capacity), 50 µs 5× 1.33×; the admitted p99 at or under, and 64
-// connections within 2%.
+// hand against 100 ms holds, the short hold for 5 s once a hold filled,
+// and reads deferred 10 ms (3 rounds, docs/overload/sparse-park): inline
+// 200 µs, 1,000 connections, 1.210× the frames served at 10× and 1.097×
+// at 5× (92% of capacity in the matrix), 50 µs 5× 1.308×; the admitted
+// p99 at or under, and 64 connections within 2%.
 const (
 	// autoRejectHoldNanos is the long hold.
 	autoRejectHoldNanos = int64(500 * time.Millisecond)

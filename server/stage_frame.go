@@ -162,8 +162,8 @@ func (c *Conn) FrameClaim() (admission.Claim, bool) {
 // RejectFlushDelay, such an out-queue is flagged fRejOnly so that the
 // flushes hold it back (holdRejects), dated by its first reject. When the
 // hold is derived, a new batch of refusals gets the long hold (sLong)
-// unless the peer was found to wait for its refusals, or to be refused
-// densely, in the last autoRejectProbeNanos (releaseLazy, holdRejects). A
+// unless the peer was found to wait for its refusals in the last
+// autoRejectProbeNanos (releaseLazy). A
 // new batch of a connection still on a lazy list (its last refusals left
 // with a reply) leaves the list: it is held from now.
 func (s *stage) rejectQueued(c *Conn, held bool) {
@@ -187,8 +187,8 @@ func (s *stage) rejectQueued(c *Conn, held bool) {
 }
 
 // shortHold ends a connection's long hold at now: its peer waits for its
-// refusals, or is refused densely; its refusals get the short hold for
-// autoRejectProbeNanos, and then the long one is tried again.
+// refusals; its refusals get the short hold for autoRejectProbeNanos, and
+// then the long one is tried again.
 func shortHold(a *connStage, now int64) {
 	a.flags &^= sLong
 	a.waitsUntil = now + autoRejectProbeNanos
@@ -199,9 +199,10 @@ func shortHold(a *connStage, now int64) {
 // its hold (the long one with sLong, else RejectFlushDelay) and the engine
 // is not draining, c goes on a lazy list and is not written this turn
 // (true). A long hold that has gathered rejectBatchMsgs refusals ends at
-// once: the peer is refused densely enough for the short hold to batch,
-// and one that pipelines through a window of its own must not be kept
-// waiting for its answers. It is safe on a nil stage.
+// once, and the next batch is held long again: a peer refused densely gets
+// its refusals in batches of that size, and one that pipelines through a
+// window of its own is not kept waiting for a whole hold. It is safe on a
+// nil stage.
 func (s *stage) holdRejects(c *Conn) bool {
 	if s == nil || c.adm == nil {
 		return false

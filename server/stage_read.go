@@ -60,7 +60,7 @@ func (s *stage) deferRead(c *Conn) bool {
 		return false
 	}
 	a := c.adm
-	a.flags &^= sFresh
+	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
 	at := l.now + s.rejDelay
 	if s.longPark && a.flags&(sLazy|sLong) == sLazy|sLong && a.gapNanos*rejectBatchMsgs >= autoSparseNanos {
 		// A sparse connection whose refusals wait on the long hold: read
