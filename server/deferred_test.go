@@ -231,10 +231,12 @@ func TestSlowReads(t *testing.T) { slowReadsRun(t, false) }
 // made fresh.)
 func TestSlowReadsFirstFrame(t *testing.T) { slowReadsRun(t, true) }
 
-// slowReadsRun is TestSlowReads, with b's first frame the one that arrives
-// while the loop spins when firstFrame is set (b is only accepted before),
-// else its second (b0 is served before).
-func slowReadsRun(t *testing.T, firstFrame bool) {
+// slowFrameEngine starts a one-loop line echo with MaxQueueDelay 5 ms and
+// RejectFlushDelay 20 ms whose handler spins 40 ms on the frame "slow",
+// after a send on the returned channel; adjust may change the engine
+// before it starts.
+func slowFrameEngine(t *testing.T, adjust func(*Engine)) (*Engine, <-chan struct{}) {
+	t.Helper()
 	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
 		CoDel: &admission.CoDelConfig{Target: time.Second, Interval: 10 * time.Second}})
 	started := make(chan struct{}, 1)
@@ -247,8 +249,16 @@ func slowReadsRun(t *testing.T, firstFrame bool) {
 		c.WriteFrame(frame)
 		return None
 	}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
-		MaxQueueDelay: 5 * time.Millisecond, RejectFlushDelay: 20 * time.Millisecond}}, h)
+	e := startWith(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
+		MaxQueueDelay: 5 * time.Millisecond, RejectFlushDelay: 20 * time.Millisecond}}, h, adjust)
+	return e, started
+}
+
+// slowReadsRun is TestSlowReads, with b's first frame the one that arrives
+// while the loop spins when firstFrame is set (b is only accepted before),
+// else its second (b0 is served before).
+func slowReadsRun(t *testing.T, firstFrame bool) {
+	e, started := slowFrameEngine(t, nil)
 	a := dialLine(t, e.Addr().String(), nil)
 	b := dialLine(t, e.Addr().String(), nil)
 	if firstFrame {
@@ -290,24 +300,10 @@ func slowReadsRun(t *testing.T, firstFrame bool) {
 // for one read instead of one per refused frame.
 func TestLongPark(t *testing.T) {
 	const hold = 600 * time.Millisecond
-	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
-		CoDel: &admission.CoDelConfig{Target: time.Second, Interval: 10 * time.Second}})
-	started := make(chan struct{}, 1)
-	h := newTestHandler()
-	h.frame = func(c *Conn, frame []byte) Action {
-		if string(frame) == "slow" {
-			started <- struct{}{}
-			spin(40 * time.Millisecond)
-		}
-		c.WriteFrame(frame)
-		return None
-	}
-	e := startWith(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
-		MaxQueueDelay: 5 * time.Millisecond, RejectFlushDelay: 20 * time.Millisecond}}, h,
-		func(e *Engine) { // as when derived: a long hold, and no Classify
-			s := e.loops[0].stage
-			s.lazy[1].hold, s.longPark = int64(hold), true
-		})
+	e, started := slowFrameEngine(t, func(e *Engine) { // as when derived: a long hold, and no Classify
+		s := e.loops[0].stage
+		s.lazy[1].hold, s.longPark = int64(hold), true
+	})
 	a := dialLine(t, e.Addr().String(), nil)
 	b := dialLine(t, e.Addr().String(), nil)
 	fmt.Fprint(b, "b0\n")
