@@ -208,15 +208,23 @@ func (s *stage) park(c *Conn, at int64, quota bool) {
 		a.flags |= sQuota
 	}
 	a.slowAt = at
+	s.linkSlow(c)
+}
+
+// linkSlow puts c, flagged and dated already, at the head of the slow list
+// and counts it: in slowEarly unless a quota or long park, in slowLong if
+// a long park.
+func (s *stage) linkSlow(c *Conn) {
+	a := c.adm
 	a.nextSlow = s.slow
 	s.slow = c
-	if !quota && a.flags&sLongPark == 0 {
+	if a.flags&(sQuota|sLongPark) == 0 {
 		s.slowEarly++
 	}
 	if a.flags&sLongPark != 0 {
 		s.slowLong++
 	}
-	noteDue(&s.slowDue, at)
+	noteDue(&s.slowDue, a.slowAt)
 }
 
 // noteDue lowers a list's earliest due time (0: empty) to at.
@@ -258,15 +266,7 @@ func (s *stage) releaseSlow() {
 			a.flags &^= sSlow | sLongPark
 			l.ready(c, fNeedRead)
 		default:
-			a.nextSlow = s.slow
-			s.slow = c
-			if a.flags&(sQuota|sLongPark) == 0 {
-				s.slowEarly++
-			}
-			if a.flags&sLongPark != 0 {
-				s.slowLong++
-			}
-			noteDue(&s.slowDue, a.slowAt)
+			s.linkSlow(c)
 		}
 		c = next
 	}
