@@ -34,6 +34,28 @@ func resolveSockaddr(addr string) (unix.Sockaddr, int, error) {
 	return sa, unix.AF_INET6, nil
 }
 
+// localSockaddr is the bind address for a LocalAddr (port zero: the kernel
+// picks it) in the server address's family; nil for an empty one.
+func localSockaddr(local string, family int) (unix.Sockaddr, error) {
+	if local == "" {
+		return nil, nil
+	}
+	ip := net.ParseIP(local)
+	switch {
+	case ip == nil:
+		return nil, fmt.Errorf("%w: local address %q is not an IP address", ErrInvalidConfig, local)
+	case family == unix.AF_INET && ip.To4() != nil:
+		sa := &unix.SockaddrInet4{}
+		copy(sa.Addr[:], ip.To4())
+		return sa, nil
+	case family == unix.AF_INET6 && ip.To4() == nil:
+		sa := &unix.SockaddrInet6{}
+		copy(sa.Addr[:], ip.To16())
+		return sa, nil
+	}
+	return nil, fmt.Errorf("%w: local address %q is not in the server address's family", ErrInvalidConfig, local)
+}
+
 // classify maps a connection error to its kind.
 func classify(err error) ErrorKind {
 	switch {
@@ -68,10 +90,11 @@ func (d *dialFailure) add(err error) {
 }
 
 // dialAll opens n non-blocking TCP connections (TCP_NODELAY set) to sa,
-// dialWindow at a time, each bounded by timeout. It returns the connected fds
+// each bound to local first when it is not nil, dialWindow at a time, each
+// bounded by timeout. It returns the connected fds
 // and the failures; it stops early when the first full window is refused
 // outright (no server) or ctx ends.
-func dialAll(ctx context.Context, sa unix.Sockaddr, family, n int, timeout time.Duration) ([]int, *dialFailure, error) {
+func dialAll(ctx context.Context, sa, local unix.Sockaddr, family, n int, timeout time.Duration) ([]int, *dialFailure, error) {
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, nil, os.NewSyscallError("epoll_create1", err)
@@ -101,6 +124,16 @@ func dialAll(ctx context.Context, sa unix.Sockaddr, family, n int, timeout time.
 				continue
 			}
 			_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+			if local != nil {
+				// The port is chosen at connect, for the 4-tuple, not at
+				// bind from the address's ephemeral ports alone.
+				_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+				if err := unix.Bind(fd, local); err != nil {
+					fail.add(os.NewSyscallError("bind", err))
+					_ = unix.Close(fd)
+					continue
+				}
+			}
 			err = unix.Connect(fd, sa)
 			switch err {
 			case nil:

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,12 @@ type LoadConfig struct {
 	Codec Codec `json:"codec"`
 	// Conns is the number of connections.
 	Conns int `json:"conns"`
+	// LocalAddr, when set, is the source IP address every connection is
+	// bound to before it connects (the kernel picks the port). On loopback,
+	// 127.0.0.2 and up give a generator its own peer address, which a server
+	// that keys tenants by address counts as its own tenant. Empty: the
+	// kernel picks the address too.
+	LocalAddr string `json:"local_addr,omitempty"`
 	// InFlight is, in a closed loop, the requests kept in flight on each
 	// connection (a new one is sent as each response arrives; zero: 1); in an
 	// open loop, the most requests a connection may have in flight, beyond
@@ -174,6 +181,8 @@ func (c *LoadConfig) Validate() error {
 		return fmt.Errorf("%w: codec %v", ErrInvalidConfig, c.Codec)
 	case c.Size.Max > c.Codec.MaxPayloadBytes():
 		return fmt.Errorf("%w: size %v above the %d bytes a %v length field carries", ErrInvalidConfig, c.Size, c.Codec.MaxPayloadBytes(), c.Codec)
+	case c.LocalAddr != "" && net.ParseIP(c.LocalAddr) == nil:
+		return fmt.Errorf("%w: local address %q is not an IP address", ErrInvalidConfig, c.LocalAddr)
 	}
 	return c.Size.Validate()
 }

@@ -62,7 +62,11 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	fds, dialFail, err := dialAll(ctx, sa, family, cfg.Conns, cfg.ConnectTimeout)
+	local, err := localSockaddr(cfg.LocalAddr, family)
+	if err != nil {
+		return nil, err
+	}
+	fds, dialFail, err := dialAll(ctx, sa, local, family, cfg.Conns, cfg.ConnectTimeout)
 	if err != nil {
 		closeAll(fds)
 		return nil, err

@@ -159,6 +159,14 @@ func BenchmarkLoopRoundTrip16(b *testing.B) {
 // load tests; corrupt makes it flip a byte of every 10th read.
 func echoServer(t *testing.T, corrupt bool) string {
 	t.Helper()
+	addr, _ := echoServerPeers(t, corrupt)
+	return addr
+}
+
+// echoServerPeers is echoServer that also reports the peer address of every
+// connection it accepted.
+func echoServerPeers(t *testing.T, corrupt bool) (addr string, peers func() []net.Addr) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +213,38 @@ func echoServer(t *testing.T, corrupt bool) string {
 		mu.Unlock()
 		wg.Wait()
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), func() []net.Addr {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []net.Addr
+		for _, c := range conns {
+			out = append(out, c.RemoteAddr())
+		}
+		return out
+	}
+}
+
+func TestLoadLocalAddr(t *testing.T) {
+	addr, peers := echoServerPeers(t, false)
+	res, err := Load(context.Background(), LoadConfig{
+		Addr: addr, LocalAddr: "127.0.0.7", Codec: CodecLength, Conns: 3, InFlight: 1, Size: FixedSize(16),
+		Duration: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Msgs == 0 || res.ConnsOpen != 3 {
+		t.Fatalf("msgs %d, conns %d", res.Msgs, res.ConnsOpen)
+	}
+	got := peers()
+	if len(got) != 3 {
+		t.Fatalf("server accepted %d connections, want 3", len(got))
+	}
+	for _, p := range got {
+		if ip := p.(*net.TCPAddr).IP; !ip.Equal(net.IPv4(127, 0, 0, 7)) {
+			t.Errorf("peer %v, want source 127.0.0.7", p)
+		}
+	}
 }
 
 func TestLoadClosedLoop(t *testing.T) {
@@ -287,6 +326,8 @@ func TestLoadValidates(t *testing.T) {
 		{Addr: "x:1", Codec: CodecRaw, Conns: 1, InFlight: 1, Size: FixedSize(0), Duration: time.Second},
 		{Addr: "x:1", Codec: CodecRaw, Conns: 1, InFlight: 1, Size: FixedSize(8)},
 		{Addr: "x:1", Codec: Codec(9), Conns: 1, InFlight: 1, Size: FixedSize(8), Duration: time.Second},
+		{Addr: "x:1", LocalAddr: "not-an-ip", Codec: CodecRaw, Conns: 1, InFlight: 1, Size: FixedSize(8), Duration: time.Second},
+		{Addr: "127.0.0.1:1", LocalAddr: "::1", Codec: CodecRaw, Conns: 1, InFlight: 1, Size: FixedSize(8), Duration: time.Second},
 	} {
 		if _, err := Load(context.Background(), cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%d: %v", i, err)

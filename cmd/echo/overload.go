@@ -36,6 +36,7 @@ type overloadFlags struct {
 	concurrency    int
 	shed           bool
 	criticalBelow  int
+	bestEffortOver int
 	codelTarget    time.Duration
 	codelInterval  time.Duration
 	maxQueueDelay  time.Duration
@@ -66,6 +67,7 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.concurrency, "concurrency", 0, "concurrency limit (bulkhead) on the simulated work; frames past it are refused with reason concurrency (0: none)")
 	fs.BoolVar(&o.shed, "shed", false, "active shedding: CoDel on each frame's queueing delay (on the loop, or in the worker pool), refusing with reason codel")
 	fs.IntVar(&o.criticalBelow, "critical-below", 0, "with the admission policy on: frames shorter than this many bytes are critical (refused last), the rest normal; a size-based AdmissionPolicy.Classify for measuring priorities (0: every frame normal)")
+	fs.IntVar(&o.bestEffortOver, "best-effort-above", 0, "with the admission policy on: frames longer than this many bytes are best-effort (refused first), with -critical-below a three-class size-based AdmissionPolicy.Classify (0: none best-effort)")
 	fs.DurationVar(&o.codelTarget, "codel-target", 0, "CoDel target queueing delay (-shed; 0: derived from the measured service time in the worker pool, 5ms for a loop with a fixed -max-queue-delay)")
 	fs.DurationVar(&o.codelInterval, "codel-interval", 100*time.Millisecond, "CoDel interval (-shed)")
 	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: derived from the measured handler time, see docs/OVERLOAD.md; negative: none, CoDel alone)")
@@ -95,8 +97,10 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 		return nil, nil, fmt.Errorf("-work-mode pool echoes frames: use -codec raw, length, length16, varint or line")
 	case o.tenantRate < 0 || o.tenantBurst < 0:
 		return nil, nil, fmt.Errorf("-tenant-rate %v, -tenant-burst %d: must not be negative", o.tenantRate, o.tenantBurst)
-	case o.maxQueuedBytes < 0 || o.maxInflight < 0 || o.budgetConns < 0 || o.concurrency < 0 || o.criticalBelow < 0:
-		return nil, nil, fmt.Errorf("-max-queued-bytes, -max-inflight, -budget-conns, -concurrency and -critical-below must not be negative")
+	case o.maxQueuedBytes < 0 || o.maxInflight < 0 || o.budgetConns < 0 || o.concurrency < 0 || o.criticalBelow < 0 || o.bestEffortOver < 0:
+		return nil, nil, fmt.Errorf("-max-queued-bytes, -max-inflight, -budget-conns, -concurrency, -critical-below and -best-effort-above must not be negative")
+	case o.bestEffortOver > 0 && o.bestEffortOver < o.criticalBelow:
+		return nil, nil, fmt.Errorf("-best-effort-above %d is below -critical-below %d", o.bestEffortOver, o.criticalBelow)
 	}
 	if o.tenantReads && (!o.tenantBytes || o.tenantRate <= 0) {
 		return nil, nil, fmt.Errorf("-tenant-charge-reads needs -tenant-bytes and -tenant-rate")
@@ -161,10 +165,13 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 		if acfg.CoDel != nil { // the loop sheds on queueing delay
 			pol.MaxQueueDelay = offIfNegative(o.maxQueueDelay)
 		}
-		if n := o.criticalBelow; n > 0 {
+		if crit, be := o.criticalBelow, o.bestEffortOver; crit > 0 || be > 0 {
 			pol.Classify = func(_ *server.Conn, frame []byte, f *admission.Frame) {
-				if len(frame) < n {
+				switch {
+				case len(frame) < crit:
 					f.Priority = admission.PriorityCritical
+				case be > 0 && len(frame) > be:
+					f.Priority = admission.PriorityBestEffort
 				}
 			}
 		}

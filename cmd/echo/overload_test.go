@@ -51,6 +51,8 @@ func TestBadOverloadFlags(t *testing.T) {
 		{"-codec", "http", "-work-mode", "pool"},
 		{"-gate-high", "0.5", "-gate-low", "0.9", "-budget-conns", "10"},
 		{"-tenant-rate", "-1", "-shed"},
+		{"-shed", "-best-effort-above", "-1"},
+		{"-shed", "-critical-below", "64", "-best-effort-above", "32"},
 	} {
 		if err := run(append([]string{"-addr", "127.0.0.1:0"}, args...)); err == nil {
 			t.Errorf("run(%q) succeeded", args)

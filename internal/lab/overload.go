@@ -38,7 +38,8 @@ type OverloadConfig struct {
 	BenchBin  string   `json:"-"`
 	BenchEnv  []string `json:"-"`
 
-	// Parts to run, from "goodput", "memory", "gate", "backlog" (nil: all).
+	// Parts to run, from "goodput", "priorities", "fairness", "memory",
+	// "gate", "backlog" (nil: all).
 	Parts []string `json:"parts"`
 	// Rounds of each part, servers alternating within a round (0: 3).
 	Rounds int `json:"rounds"`
@@ -104,6 +105,22 @@ type OverloadConfig struct {
 	BacklogRate        float64 `json:"backlog_rate"`
 	BacklogRejectAbove float64 `json:"backlog_reject_above"`
 
+	// Priorities: sluice-shed-default classifying frames by size
+	// (PriorityArgs), and the same server without classes, each face the
+	// PriorityClasses generators at once, every round: critical at
+	// CriticalFactor (0: 0.3) × the capacity of the round, normal at
+	// NormalFactor (0: 1) × it, best-effort at the rest of Factor.
+	CriticalFactor float64 `json:"critical_factor"`
+	NormalFactor   float64 `json:"normal_factor"`
+
+	// Fairness: sluice-shed-default faces Tenants generators at once (0:
+	// 10), each from its own loopback address with TenantConns connections
+	// (0: 8), the first sending HeavyWeight (0: 10) times as much as each
+	// other one, Factor × the capacity of the round in all.
+	Tenants     int     `json:"tenants"`
+	TenantConns int     `json:"tenant_conns"`
+	HeavyWeight float64 `json:"heavy_weight"`
+
 	// Progress, when non-nil, receives a line per run.
 	Progress io.Writer `json:"-"`
 }
@@ -148,7 +165,7 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 		c.GoCmd = "go"
 	}
 	if len(c.Parts) == 0 {
-		c.Parts = []string{PartGoodput, PartMemory, PartGate, PartBacklog}
+		c.Parts = []string{PartGoodput, PartPriorities, PartFairness, PartMemory, PartGate, PartBacklog}
 	}
 	def(&c.Rounds, 3)
 	if len(c.ServerCPUs) == 0 {
@@ -196,6 +213,11 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 	def(&c.GateFloodConns, 3000)
 	defF(&c.GateFloodRate, 1000)
 	defD(&c.GateHold, time.Second)
+	defF(&c.CriticalFactor, 0.3)
+	defF(&c.NormalFactor, 1)
+	def(&c.Tenants, 10)
+	def(&c.TenantConns, 8)
+	defF(&c.HeavyWeight, 10)
 	def(&c.BacklogBudget, 50)
 	def(&c.Backlog, 64)
 	def(&c.BacklogConns, 400)
@@ -214,7 +236,7 @@ func (c *OverloadConfig) Validate() error {
 	}
 	for _, p := range c.Parts {
 		switch p {
-		case PartGoodput, PartMemory, PartGate, PartBacklog:
+		case PartGoodput, PartPriorities, PartFairness, PartMemory, PartGate, PartBacklog:
 		default:
 			return fmt.Errorf("%w: unknown overload part %q", bench.ErrInvalidConfig, p)
 		}
@@ -224,6 +246,10 @@ func (c *OverloadConfig) Validate() error {
 		return fmt.Errorf("%w: rounds %d, conns %d, in flight %d, work %v", bench.ErrInvalidConfig, c.Rounds, c.Conns, c.InFlight, c.Work)
 	case c.Factor <= 0 || c.UnloadedFraction <= 0:
 		return fmt.Errorf("%w: factor %v, unloaded fraction %v", bench.ErrInvalidConfig, c.Factor, c.UnloadedFraction)
+	case c.CriticalFactor <= 0 || c.NormalFactor <= 0 || c.CriticalFactor+c.NormalFactor > c.Factor:
+		return fmt.Errorf("%w: critical factor %v and normal factor %v must be positive and add up to at most the factor %v", bench.ErrInvalidConfig, c.CriticalFactor, c.NormalFactor, c.Factor)
+	case c.Tenants < 2 || c.Tenants > 200 || c.TenantConns < 1 || c.HeavyWeight <= 0:
+		return fmt.Errorf("%w: tenants %d (2 to 200: one loopback address each), tenant conns %d, heavy weight %v", bench.ErrInvalidConfig, c.Tenants, c.TenantConns, c.HeavyWeight)
 	case c.BacklogRejectAbove <= 0 || c.BacklogRejectAbove > 1:
 		return fmt.Errorf("%w: backlog reject above %v", bench.ErrInvalidConfig, c.BacklogRejectAbove)
 	}
@@ -249,6 +275,10 @@ type OverloadReport struct {
 	// Commands are the server command lines, by server name.
 	Commands map[string]string `json:"commands"`
 	Goodput  []GoodputCell     `json:"goodput,omitempty"`
+	// Priorities holds the classified server, then the same server
+	// without classes; Fairness the tenants' server.
+	Priorities []MixCell `json:"priorities,omitempty"`
+	Fairness   []MixCell `json:"fairness,omitempty"`
 	Memory   []MemoryCell      `json:"memory,omitempty"`
 	Gate     *GateRun          `json:"gate,omitempty"`
 	Backlog  []BacklogCell     `json:"backlog,omitempty"`

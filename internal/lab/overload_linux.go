@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicenet/sluice/bench"
@@ -49,6 +50,12 @@ func Overload(ctx context.Context, cfg OverloadConfig) (*OverloadReport, error) 
 	defer cleanup()
 	if cfg.has(PartGoodput) {
 		o.goodput(ctx)
+	}
+	if cfg.has(PartPriorities) && ctx.Err() == nil {
+		o.priorities(ctx)
+	}
+	if cfg.has(PartFairness) && ctx.Err() == nil {
+		o.fairness(ctx)
 	}
 	if cfg.has(PartMemory) && ctx.Err() == nil {
 		o.memory(ctx)
@@ -159,6 +166,11 @@ type loadSpec struct {
 	Conns, InFlight, Size     int
 	Rate                      float64
 	Warmup, Duration, Timeout time.Duration
+	// LocalAddr is the generator's source address (empty: the kernel's);
+	// NoServerStats leaves out reading the server's CPU time (a second
+	// generator at once).
+	LocalAddr     string
+	NoServerStats bool
 }
 
 // load runs the generator pinned to the client CPUs against p with the
@@ -180,7 +192,13 @@ func (o *overload) runLoad(ctx context.Context, p *serverProc, s loadSpec) (*ben
 	c := o.cfg
 	args := []string{"load", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(),
 		"-conns", strconv.Itoa(s.Conns), "-size", strconv.Itoa(s.Size),
-		"-warmup", s.Warmup.String(), "-duration", s.Duration.String(), "-server-pid", strconv.Itoa(p.Pid)}
+		"-warmup", s.Warmup.String(), "-duration", s.Duration.String()}
+	if !s.NoServerStats {
+		args = append(args, "-server-pid", strconv.Itoa(p.Pid))
+	}
+	if s.LocalAddr != "" {
+		args = append(args, "-local-addr", s.LocalAddr)
+	}
 	if s.Rate > 0 {
 		args = append(args, "-rate", strconv.FormatFloat(s.Rate, 'f', 0, 64))
 	} else {
@@ -595,4 +613,107 @@ func (o *overload) backlog(ctx context.Context) {
 		cells[i].summarize()
 	}
 	o.rep.Backlog = cells
+}
+
+// roundCapacity measures sluice-noshed's closed-loop capacity with the
+// goodput part's connections, for the mixed parts' rates in one round.
+func (o *overload) roundCapacity(ctx context.Context, part string, round int) (float64, error) {
+	res, err := o.oneLoad(ctx, ServerSluiceNoShed, 0, true)
+	o.progress("%s round %d/%d capacity %s", part, round, o.cfg.Rounds, loadLine(res, err))
+	if res == nil || res.MsgsPerSec <= 0 {
+		if err == nil {
+			err = fmt.Errorf("sluice: bench: no capacity measured")
+		}
+		return 0, err
+	}
+	return res.MsgsPerSec, nil
+}
+
+// mixRun starts srv with extra flags and runs loads at once against it,
+// each generator pinned to the client CPUs.
+func (o *overload) mixRun(ctx context.Context, purpose, srv string, extra []string, round int, capacity float64, loads []MixLoad) MixRun {
+	run := MixRun{Round: round, Capacity: capacity, Loads: loads}
+	p, err := o.server(purpose, srv, o.cfg.Work, extra...)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	var wg sync.WaitGroup
+	for i := range run.Loads {
+		l := &run.Loads[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := o.runLoad(ctx, p, loadSpec{Conns: l.Conns, Size: l.Size, Rate: math.Round(l.RatePerSec),
+				Warmup: o.cfg.Warmup, Duration: o.cfg.Duration, LocalAddr: l.LocalAddr, NoServerStats: i > 0})
+			l.Result = brief(res)
+			if err != nil {
+				l.Error = err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	if note := p.stop(serverStopTimeout); note != "" {
+		o.rep.Notes = append(o.rep.Notes, purpose+": "+srv+": "+note)
+	}
+	run.finish()
+	for _, l := range run.Loads {
+		line := "failed: " + l.Error
+		if r := l.Result; r != nil {
+			line = fmt.Sprintf("offered %s/s served %s/s (%.1f%%) p99 %s, refused %s/s, unanswered %d", human.Rate(r.OfferedPerSec), human.Rate(r.MsgsPerSec),
+				100*l.ServedRatio, human.Micros(r.Latency.P99Micros), human.Rate(r.RejectedPerSec), r.Missed+r.Dropped)
+		}
+		o.progress("%s round %d/%d %s %-11s %s", purpose, round, o.cfg.Rounds, srv, l.Name, line)
+	}
+	return run
+}
+
+// priorities runs the priorities part: every round, the capacity, then the
+// classified server and the same server without classes under the same
+// three generators.
+func (o *overload) priorities(ctx context.Context) {
+	c := o.cfg
+	cells := []MixCell{
+		{Server: ServerSluiceShedDefault, Label: "-shed " + strings.Join(PriorityArgs, " "), Args: PriorityArgs},
+		{Server: ServerSluiceShedDefault, Label: "-shed, every frame normal"},
+	}
+	for r := 1; r <= c.Rounds && ctx.Err() == nil; r++ {
+		capacity, err := o.roundCapacity(ctx, PartPriorities, r)
+		if err != nil {
+			for i := range cells {
+				cells[i].Runs = append(cells[i].Runs, MixRun{Round: r, Error: err.Error()})
+			}
+			continue
+		}
+		loads := priorityLoads(capacity, c.Factor, c.CriticalFactor, c.NormalFactor)
+		for i := range cells {
+			purpose := PartPriorities
+			if cells[i].Args == nil {
+				purpose += " (no classes)"
+			}
+			cells[i].Runs = append(cells[i].Runs, o.mixRun(ctx, purpose, cells[i].Server, cells[i].Args, r, capacity, append([]MixLoad(nil), loads...)))
+		}
+	}
+	for i := range cells {
+		cells[i].summarize()
+	}
+	o.rep.Priorities = cells
+}
+
+// fairness runs the fairness part: every round, the capacity, then the
+// tenants' generators against sluice-shed-default.
+func (o *overload) fairness(ctx context.Context) {
+	c := o.cfg
+	cell := MixCell{Server: ServerSluiceShedDefault, Label: "-shed"}
+	for r := 1; r <= c.Rounds && ctx.Err() == nil; r++ {
+		capacity, err := o.roundCapacity(ctx, PartFairness, r)
+		if err != nil {
+			cell.Runs = append(cell.Runs, MixRun{Round: r, Error: err.Error()})
+			continue
+		}
+		cell.Runs = append(cell.Runs, o.mixRun(ctx, PartFairness, cell.Server, nil, r, capacity,
+			fairnessLoads(capacity, c.Factor, c.HeavyWeight, c.Tenants, c.TenantConns)))
+	}
+	cell.summarize()
+	o.rep.Fairness = []MixCell{cell}
 }

@@ -18,7 +18,7 @@ func TestOverloadConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if c.Factor != 5 || c.Work != 200*time.Microsecond || len(c.Parts) != 4 || len(c.Servers) != 5 || c.Rounds != 3 {
+	if c.Factor != 5 || c.Work != 200*time.Microsecond || len(c.Parts) != 6 || c.Tenants != 10 || c.HeavyWeight != 10 || len(c.Servers) != 5 || c.Rounds != 3 {
 		t.Errorf("defaults %+v", c)
 	}
 	for i, bad := range []OverloadConfig{
@@ -26,6 +26,9 @@ func TestOverloadConfig(t *testing.T) {
 		{Parts: []string{"everything"}},
 		{BacklogRejectAbove: 2},
 		{Factor: -1},
+		{Tenants: 1},
+		{Tenants: 300},
+		{CriticalFactor: 2, NormalFactor: 4},
 	} {
 		b := bad.withDefaults()
 		if err := b.Validate(); err == nil {
@@ -95,6 +98,40 @@ func TestOverloadReportRender(t *testing.T) {
 	}
 	if !bytes.Contains(svg.Bytes(), []byte("<svg")) || !bytes.Contains(svg.Bytes(), []byte("Listen gate")) {
 		t.Errorf("gate chart is not an SVG with its panels (%d bytes)", svg.Len())
+	}
+}
+
+func TestMixLoads(t *testing.T) {
+	p := priorityLoads(1000, 5, 0.3, 1)
+	if len(p) != 3 || p[0].Name != "critical" || p[0].RatePerSec != 300 || p[1].RatePerSec != 1000 || p[2].RatePerSec != 3700 {
+		t.Errorf("priority loads %+v", p)
+	}
+	if p := priorityLoads(1000, 1.3, 0.3, 1); len(p) != 2 {
+		t.Errorf("nothing left for best-effort: %+v", p)
+	}
+	f := fairnessLoads(1900, 5, 10, 10, 8)
+	if len(f) != 10 || f[0].Name != "heavy" || f[0].RatePerSec != 5000 || f[9].RatePerSec != 500 || f[0].LocalAddr != "127.0.0.2" || f[9].LocalAddr != "127.0.0.11" || f[9].Conns != 8 {
+		t.Errorf("fairness loads %+v", f)
+	}
+	run := MixRun{Round: 1, Capacity: 1000, Loads: []MixLoad{
+		{Name: "heavy", RatePerSec: 3000, Result: &LoadBrief{MsgsPerSec: 300, Intended: 9000, Msgs: 900, Missed: 2}},
+		{Name: "light", RatePerSec: 300, Result: &LoadBrief{MsgsPerSec: 100, Intended: 900, Msgs: 300, Dropped: 1, Unfinished: 5}},
+	}}
+	run.finish()
+	if run.Loads[0].ServedRatio != 0.1 || run.Loads[0].FairRatio != 1.5 || run.Loads[1].FairRatio != 0.5 {
+		t.Errorf("finished run %+v", run.Loads)
+	}
+	c := MixCell{Label: "-shed", Runs: []MixRun{run}}
+	c.summarize()
+	if len(c.Summary) != 2 || c.Summary[0].OfferedRatio.Median != 3 || c.Summary[0].Unanswered != 2 || c.Summary[1].Unanswered != 1 {
+		t.Errorf("summary %+v", c.Summary)
+	}
+	rep := &OverloadReport{Config: OverloadConfig{}.withDefaults(), Priorities: []MixCell{c}, Fairness: []MixCell{c}}
+	md := rep.Markdown()
+	for _, want := range []string{"### Priorities at 5× capacity", "### Fairness between 10 tenants", "| -shed | heavy | 3.00 (3.00–3.00) | 10.0% (10.0%–10.0%) |", "| 1.50 (1.50–1.50) | 2 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
 	}
 }
 

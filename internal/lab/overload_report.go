@@ -105,6 +105,7 @@ func (rep *OverloadReport) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	rep.mixMarkdown(&b)
 	if len(rep.Memory) > 0 {
 		fmt.Fprintf(&b, "### Resident memory under %d peers that send and never read\n\n", c.FloodConns)
 		fmt.Fprintf(&b, "Each peer writes %d-byte length-prefixed frames for %v with a 4 KiB receive buffer and never reads. RSS rise: the server's largest resident memory during the flood (sampled every 50 ms) minus its resident memory before it. Kernel TCP: the largest rise of the system's TCP socket memory (/proc/net/sockstat), which holds what the server has written and the peers have not read.\n\n",

@@ -42,6 +42,7 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	addr := fs.String("addr", "127.0.0.1:7000", "server address HOST:PORT")
 	codec := fs.String("codec", "length", "framing: raw (byte accounting); length (4-byte big-endian prefix), length1, length2, length8, length2le, length4le, length8le (1-8 byte prefix, le: little-endian); line; resp (ECHO commands); http (POST /echo). Every framed response is matched to its request")
 	conns := fs.Int("conns", 64, "connections")
+	local := fs.String("local-addr", "", "source IP address of every connection (on loopback 127.0.0.2 and up: a peer address of its own, which servers keying tenants by address count as a tenant; empty: the kernel's choice)")
 	inflight := fs.Int("inflight", 0, "closed loop: requests in flight per connection (0: 1); open loop: the most per connection, beyond which a due send is missed (0: 64)")
 	size := fs.String("size", "64", `payload bytes: fixed ("64", "4k") or uniform range ("64-4096")`)
 	rate := fs.Float64("rate", 0, "open loop: total requests per second over all connections (0: closed loop)")
@@ -83,7 +84,7 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 		}
 	}
 	cfg := bench.LoadConfig{
-		Addr: *addr, Codec: c, Conns: *conns, InFlight: *inflight, Size: sz, RatePerSec: *rate,
+		Addr: *addr, LocalAddr: *local, Codec: c, Conns: *conns, InFlight: *inflight, Size: sz, RatePerSec: *rate,
 		Warmup: *warmup, Duration: *duration, Workers: *workers, ResponseTimeout: *timeout, ServerPID: *serverPID,
 	}
 	if f, ok := stderr.(*os.File); ok && !*jsonOut && procstat.IsTerminal(f) {

@@ -17,7 +17,7 @@ import (
 func runOverload(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench overload", flag.ExitOnError)
 	var cfg lab.OverloadConfig
-	parts := fs.String("parts", "", "parts to run, comma-separated: goodput, memory, gate, backlog (empty: all)")
+	parts := fs.String("parts", "", "parts to run, comma-separated: goodput, priorities, fairness, memory, gate, backlog (empty: all)")
 	fs.IntVar(&cfg.Rounds, "rounds", 0, "rounds per part, servers alternating within a round (0: 3)")
 	servers := fs.String("servers", "", "goodput servers: sluice-shed, sluice-shed-tight, sluice-noshed, gnet, net, and sluice-shed-default (cmd/echo -shed alone) (empty: the first five)")
 	memServers := fs.String("memory-servers", "", "memory servers: sluice-budget, sluice-noshed, net, gnet (empty: all four)")
@@ -27,6 +27,10 @@ func runOverload(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Conns, "conns", 0, "goodput connections (0: 32)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measured window of each goodput run (0: 3s); with -matrix the shortest window, longer where a run would serve fewer than -min-samples requests")
 	shed := fs.String("shed-args", "", "cmd/echo flags of sluice-shed, space-separated (empty: "+strings.Join(lab.DefaultShedArgs, " ")+")")
+	fs.Float64Var(&cfg.CriticalFactor, "critical-factor", 0, "priorities: critical traffic as a multiple of the round's capacity (0: 0.3); normal at -normal-factor, best-effort at the rest of -factor")
+	fs.Float64Var(&cfg.NormalFactor, "normal-factor", 0, "priorities: normal traffic as a multiple of the round's capacity (0: 1)")
+	fs.IntVar(&cfg.Tenants, "tenants", 0, "fairness: tenants, each a generator from its own loopback address (0: 10)")
+	fs.Float64Var(&cfg.HeavyWeight, "heavy-weight", 0, "fairness: how many times as much the heavy tenant sends as each other one (0: 10)")
 	fs.Int64Var(&cfg.QueuedBudgetBytes, "queued-budget", 0, "sluice-budget's -max-queued-bytes (0: 16 MiB)")
 	fs.IntVar(&cfg.FloodConns, "flood-conns", 0, "memory: non-reading peers (0: 200)")
 	fs.IntVar(&cfg.GateBudget, "gate-budget", 0, "gate: -budget-conns of the flooded server (0: 300)")
