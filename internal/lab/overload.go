@@ -277,12 +277,12 @@ type OverloadReport struct {
 	Goodput  []GoodputCell     `json:"goodput,omitempty"`
 	// Priorities holds the classified server, then the same server
 	// without classes; Fairness the tenants' server.
-	Priorities []MixCell `json:"priorities,omitempty"`
-	Fairness   []MixCell `json:"fairness,omitempty"`
-	Memory   []MemoryCell      `json:"memory,omitempty"`
-	Gate     *GateRun          `json:"gate,omitempty"`
-	Backlog  []BacklogCell     `json:"backlog,omitempty"`
-	Notes    []string          `json:"notes,omitempty"`
+	Priorities []MixCell     `json:"priorities,omitempty"`
+	Fairness   []MixCell     `json:"fairness,omitempty"`
+	Memory     []MemoryCell  `json:"memory,omitempty"`
+	Gate       *GateRun      `json:"gate,omitempty"`
+	Backlog    []BacklogCell `json:"backlog,omitempty"`
+	Notes      []string      `json:"notes,omitempty"`
 }
 
 // LoadBrief is the part of a LoadResult the overload report keeps.
