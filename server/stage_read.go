@@ -60,6 +60,11 @@ func (s *stage) deferRead(c *Conn) bool {
 		return false
 	}
 	a := c.adm
+	// The bound stays what this edge proved: the bytes waiting now and any
+	// that come before the read arrived after it. Falling back to the last
+	// draining read instead aged a sparse connection's frames by its whole
+	// gap, and a critical frame deferred once was refused past L.
+	a.drainedAt = s.arrivalBound(c, true)
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
 	at := l.now + s.rejDelay
 	if s.longPark && a.flags&(sLazy|sLong) == sLazy|sLong && a.gapNanos*rejectBatchMsgs >= autoSparseNanos {
