@@ -123,12 +123,15 @@ func TestMixLoads(t *testing.T) {
 	}
 	c := MixCell{Label: "-shed", Runs: []MixRun{run}}
 	c.summarize()
+	if c.Goodput.Median != 0.4 {
+		t.Errorf("goodput of the cell %v, want 0.4 (400 of 1,000 msg/s)", c.Goodput)
+	}
 	if len(c.Summary) != 2 || c.Summary[0].OfferedRatio.Median != 3 || c.Summary[0].Unanswered != 2 || c.Summary[1].Unanswered != 1 {
 		t.Errorf("summary %+v", c.Summary)
 	}
 	rep := &OverloadReport{Config: OverloadConfig{}.withDefaults(), Priorities: []MixCell{c}, Fairness: []MixCell{c}}
 	md := rep.Markdown()
-	for _, want := range []string{"### Priorities at 5× capacity", "### Fairness between 10 tenants", "| -shed | heavy | 3.00 (3.00–3.00) | 10.0% (10.0%–10.0%) |", "| 1.50 (1.50–1.50) | 2 |"} {
+	for _, want := range []string{"### Priorities at 5× capacity", "### Fairness between 10 tenants", "| -shed | heavy | 3.00 (3.00–3.00) | 10.0% (10.0%–10.0%) |", "| 1.50 (1.50–1.50) | 2 |", "together ÷ the round's capacity: -shed 40% (40%–40%)."} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}

@@ -84,6 +84,8 @@ type MixCell struct {
 	Label   string       `json:"label"`
 	Args    []string     `json:"args,omitempty"`
 	Summary []MixSummary `json:"summary"`
+	// Goodput is every generator's goodput over the round's capacity.
+	Goodput Spread   `json:"goodput_ratio"`
 	Runs    []MixRun     `json:"runs"`
 }
 
@@ -118,6 +120,19 @@ func (c *MixCell) summarize() {
 	if len(c.Runs) == 0 {
 		return
 	}
+	var good []float64
+	for _, r := range c.Runs {
+		var served float64
+		for _, l := range r.Loads {
+			if l.Result != nil {
+				served += l.Result.MsgsPerSec
+			}
+		}
+		if r.Capacity > 0 {
+			good = append(good, served/r.Capacity)
+		}
+	}
+	c.Goodput = spreadOf(good)
 	for _, first := range c.Runs[0].Loads {
 		var off, served, rate, fair, p99, refused []float64
 		var unanswered int64
@@ -205,7 +220,15 @@ func mixTable(b *strings.Builder, cells []MixCell, fair bool) {
 				spreadText(s.ServedRatio, pct1Text), spreadText(s.Served, human.Rate), spreadText(s.Refused, human.Rate), lastV, s.Unanswered)
 		}
 	}
-	b.WriteString("\n")
+	b.WriteString("\nGoodput of all the generators together ÷ the round's capacity:")
+	for i, c := range cells {
+		sep := ";"
+		if i == len(cells)-1 {
+			sep = "."
+		}
+		fmt.Fprintf(b, " %s %s%s", c.Label, spreadText(c.Goodput, pctText), sep)
+	}
+	b.WriteString("\n\n")
 }
 
 func pct1Text(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
