@@ -86,7 +86,7 @@ type MixCell struct {
 	Summary []MixSummary `json:"summary"`
 	// Goodput is every generator's goodput over the round's capacity.
 	Goodput Spread   `json:"goodput_ratio"`
-	Runs    []MixRun     `json:"runs"`
+	Runs    []MixRun `json:"runs"`
 }
 
 // finish fills each generator's served and fair ratios of one run.
