@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -536,5 +537,33 @@ func TestDeferKeepsEdgeBound(t *testing.T) {
 	}
 	if age, limit := now+s.rejDelay-s.arrivalBound(c, false), s.capLong; age > limit {
 		t.Errorf("read off the slow list, a critical frame is %v old, past L %v", time.Duration(age), time.Duration(limit))
+	}
+}
+
+// TestNoLongParksInRecvMode: with derived shedding, the stage's long parks
+// are on with epoll and off in io_uring's recv mode, where the recv armed
+// before a park brings the connection's bytes anyway (a park saves no
+// read) and bytes the kernel kept during a long park were judged fresh
+// when the recv was armed again.
+func TestNoLongParksInRecvMode(t *testing.T) {
+	for _, b := range []Backend{BackendEpoll, BackendIOURing} {
+		t.Run(b.String(), func(t *testing.T) {
+			adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
+			e := start(t, Config{Loops: 1, Backend: b, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+			c := dialLine(t, e.Addr().String(), nil)
+			fmt.Fprint(c, "x\n")
+			if got := c.line(t); got != "x" { // the loop runs: its backend is attached
+				t.Fatalf("echo: %q", got)
+			}
+			recv := e.Backend() == BackendIOURing
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := e.Shutdown(ctx); err != nil { // the loop has exited: its stage may be read
+				t.Fatal(err)
+			}
+			if got := e.loops[0].stage.longPark; got == recv {
+				t.Errorf("%v backend: long parks %v, want %v", e.Backend(), got, !recv)
+			}
+		})
 	}
 }
