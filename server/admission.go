@@ -166,8 +166,9 @@ type AdmissionPolicy struct {
 	// list and read once RejectFlushDelay has passed, or as soon as the
 	// loop has nothing else to do: a batch of refusals then costs one read
 	// and one write, and the turn goes on to connections whose requests
-	// can still be served in time. Its arrival bound stays that of its last
-	// draining read, so waiting never makes its bytes look younger.
+	// can still be served in time. Its arrival bound stays what was proven
+	// when it was deferred (the previous wait for a fresh edge, else its
+	// last draining read), so waiting never makes its bytes look younger.
 	// Stats.SlowReads and Stats.LazyFlushes count both deferrals. Zero:
 	// derived when the queueing-delay cap is (MaxQueueDelay zero with the
 	// Admitter's CoDel) or the worker pool's CoDel target is (Pool.CoDel
@@ -184,7 +185,8 @@ type AdmissionPolicy struct {
 	// (its next 16 frames take 100 ms or more) whose refusals are held are
 	// deferred with them, until 16 of its frames are due or the hold ends;
 	// a loop judged overloaded that has nothing else to do reads the 8 of
-	// those due first. Off: rejects are written at once like any reply,
+	// those due first (not in io_uring's recv mode, where the recv armed
+	// before such a park brings the bytes anyway). Off: rejects are written at once like any reply,
 	// and every readable connection is read every turn.
 	RejectFlushDelay time.Duration
 }
