@@ -11,7 +11,7 @@ const rejectPrefix = "-REJECT "
 
 // knownReasons are the refusal reasons counted by name; others count as
 // "other".
-var knownReasons = [...]string{"global", "tenant", "concurrency", "queue", "codel", "cpu", "memory", "draining"}
+var knownReasons = [...]string{"global", "tenant", "concurrency", "queue", "codel", "cpu", "memory", "draining", "fair"}
 
 // numRejectKinds is knownReasons plus "other".
 const numRejectKinds = len(knownReasons) + 1

@@ -14,6 +14,7 @@ func TestRejectReason(t *testing.T) {
 		{"-REJECT codel 100", 4},
 		{"-REJECT global 0", 0},
 		{"-REJECT draining", 7},
+		{"-REJECT fair 100", 8},
 		{"-REJECT in_progress 5", len(knownReasons)},
 		{"-REJECT ", len(knownReasons)},
 		{"-REJECT", -1},

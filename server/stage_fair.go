@@ -11,10 +11,8 @@ import (
 // what the loop admitted in that window (reason "fair"), so a tenant that
 // sends ten times more than the others cannot take more than theirs by
 // sending faster, while tenants that ask for less than the share are
-// never limited. Only frames that already waited more than half the short
-// cap are refused for it (a loop with capacity to spare serves fresh
-// frames whatever the last window's shares), and a window that admitted
-// everything, or saw one tenant, lifts the limit. Tenants (AdmissionPolicy.TenantKey, the peer's
+// never limited. A window that admitted everything, or saw one tenant,
+// lifts the limit. Tenants (AdmissionPolicy.TenantKey, the peer's
 // IP by default) are hashed into fairSlots slots; tenants that share a slot
 // share a share.
 const (
