@@ -166,9 +166,11 @@ type AdmissionPolicy struct {
 	// list and read once RejectFlushDelay has passed, or as soon as the
 	// loop has nothing else to do: a batch of refusals then costs one read
 	// and one write, and the turn goes on to connections whose requests
-	// can still be served in time. Its arrival bound stays what was proven
-	// when it was deferred (the previous wait for a fresh edge, else its
-	// last draining read), so waiting never makes its bytes look younger.
+	// can still be served in time. Its arrival bound stays that of its
+	// last draining read or, with Classify, what was proven when it was
+	// deferred (the previous wait, for a fresh edge), so that a critical
+	// frame is judged by its own wait; waiting never makes its bytes look
+	// younger.
 	// Stats.SlowReads and Stats.LazyFlushes count both deferrals. Zero:
 	// derived when the queueing-delay cap is (MaxQueueDelay zero with the
 	// Admitter's CoDel) or the worker pool's CoDel target is (Pool.CoDel

@@ -504,39 +504,52 @@ func TestLongParksDueFirst(t *testing.T) {
 	}
 }
 
-// TestDeferKeepsEdgeBound: a connection deferred on an edge keeps the
-// arrival bound the edge proved (the previous wait), not the start of its
-// last draining read, for the frames read off the slow list. A sparse
-// connection's last draining read is its whole gap ago: with the old
+// TestDeferKeepsEdgeBound: with classes, a connection deferred on an edge
+// keeps the arrival bound the edge proved (the previous wait), not the
+// start of its last draining read, for the frames read off the slow list.
+// A sparse connection's last draining read is its whole gap ago: with that
 // bound, a critical frame deferred once on an overloaded loop was aged by
-// that gap and refused past L (critical frames at 2 ms of work, 5x: 49%
-// served, the same as normal ones).
+// the gap and refused past L (critical frames at 2 ms of work, 5x: 49%
+// served, the same as normal ones). Without classes the deferral has
+// decided its normal frames' refusal, and the older bound stays.
 func TestDeferKeepsEdgeBound(t *testing.T) {
-	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{Interval: 10 * time.Millisecond}})
-	e, err := New(Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
-		Classify: func(*Conn, []byte, *admission.Frame) {}}}, HandlerFuncs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := e.loops[0].stage
-	l := s.l
-	ms := int64(time.Millisecond)
-	now := e.clock()
-	l.now = now
-	s.hot = true // overloaded: reads are deferred past C
-	// c's last draining read was 200 ms ago; this turn's events report it,
-	// and the previous wait returned 5 ms ago (the loop was busy since).
-	c := &Conn{loop: l, adm: &connStage{drainedAt: now - 200*ms, flags: sFresh}}
-	s.evBound = now - 5*ms
-	if s.beforeRead(c, true) || c.adm.flags&sSlow == 0 {
-		t.Fatalf("a connection whose bytes may be %v old (C %v) was not deferred", 5*time.Millisecond, time.Duration(s.capShort))
-	}
-	if got := s.arrivalBound(c, false); got != now-5*ms {
-		t.Errorf("after the deferral the bound is %v ago, want the edge's %v ago",
-			time.Duration(now-got), 5*time.Millisecond)
-	}
-	if age, limit := now+s.rejDelay-s.arrivalBound(c, false), s.capLong; age > limit {
-		t.Errorf("read off the slow list, a critical frame is %v old, past L %v", time.Duration(age), time.Duration(limit))
+	for _, classes := range []bool{true, false} {
+		pol := AdmissionPolicy{Admitter: newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{Interval: 10 * time.Millisecond}})}
+		if classes {
+			pol.Classify = func(*Conn, []byte, *admission.Frame) {}
+		}
+		e, err := New(Config{Loops: 1, Codec: protocol.Delimited{}, Admission: pol}, HandlerFuncs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := e.loops[0].stage
+		l := s.l
+		ms := int64(time.Millisecond)
+		now := e.clock()
+		l.now = now
+		s.hot = true // overloaded: reads are deferred past C
+		// c's last draining read was 200 ms ago; this turn's events report
+		// it, and the previous wait returned 5 ms ago (the loop was busy
+		// since).
+		c := &Conn{loop: l, adm: &connStage{drainedAt: now - 200*ms, flags: sFresh}}
+		s.evBound = now - 5*ms
+		if s.beforeRead(c, true) || c.adm.flags&sSlow == 0 {
+			t.Fatalf("classes %v: a connection whose bytes may be %v old (C %v) was not deferred", classes, 5*time.Millisecond, time.Duration(s.capShort))
+		}
+		want := now - 5*ms
+		if !classes {
+			want = now - 200*ms
+		}
+		if got := s.arrivalBound(c, false); got != want {
+			t.Errorf("classes %v: after the deferral the bound is %v ago, want %v ago",
+				classes, time.Duration(now-got), time.Duration(now-want))
+		}
+		if !classes {
+			continue
+		}
+		if age, limit := now+s.rejDelay-s.arrivalBound(c, false), s.capLong; age > limit {
+			t.Errorf("read off the slow list, a critical frame is %v old, past L %v", time.Duration(age), time.Duration(limit))
+		}
 	}
 }
 
