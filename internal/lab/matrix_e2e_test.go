@@ -21,16 +21,7 @@ import (
 // cells, the checkpoints and the files. Resuming the finished matrix runs
 // nothing.
 func TestMatrixEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts servers and the generator for about ten seconds")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("needs the go command to build cmd/echo")
-	}
-	cpus, err := procstat.AvailableCPUs()
-	if err != nil || len(cpus) < 2 {
-		t.Skip("needs two CPUs to pin the server and the generator apart")
-	}
+	cpus := pinnedRunCPUs(t, "starts servers and the generator for about ten seconds")
 	checkpoints := 0
 	cfg := lab.MatrixConfig{
 		BenchBin:   os.Args[0],
@@ -103,4 +94,23 @@ func TestMatrixEndToEnd(t *testing.T) {
 	if err != nil || len(again.Runs) != len(rep.Runs) || again.Config.Conns[0] != 8 {
 		t.Errorf("resuming a finished matrix: %v, %d runs, config %+v", err, len(again.Runs), again.Config)
 	}
+}
+
+// pinnedRunCPUs skips a test that starts servers and generators (for about
+// the time long says) in -short mode, without the go command to build
+// cmd/echo, or with fewer than two CPUs to pin them apart; else it returns
+// the available CPUs (the server on the first, generators on the second).
+func pinnedRunCPUs(t *testing.T, long string) []int {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(long)
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command to build cmd/echo")
+	}
+	cpus, err := procstat.AvailableCPUs()
+	if err != nil || len(cpus) < 2 {
+		t.Skip("needs two CPUs to pin the server and the generators apart")
+	}
+	return cpus
 }

@@ -5,12 +5,10 @@ package lab_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/sluicenet/sluice/internal/lab"
-	"github.com/sluicenet/sluice/internal/procstat"
 )
 
 // TestOverloadMixEndToEnd runs the priorities and fairness parts once on
@@ -20,16 +18,7 @@ import (
 // their number. It judges no target: those are the bench's, not a timed
 // test's.
 func TestOverloadMixEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts servers and generators for about five seconds")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("needs the go command to build cmd/echo")
-	}
-	cpus, err := procstat.AvailableCPUs()
-	if err != nil || len(cpus) < 2 {
-		t.Skip("needs two CPUs to pin the server and the generators apart")
-	}
+	cpus := pinnedRunCPUs(t, "starts servers and generators for about five seconds")
 	cfg := lab.OverloadConfig{
 		BenchBin:   os.Args[0],
 		BenchEnv:   []string{childEnv},
