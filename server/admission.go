@@ -188,8 +188,9 @@ type AdmissionPolicy struct {
 	// deferred with them, until 16 of its frames are due or the hold ends;
 	// a loop judged overloaded that has nothing else to do reads the 8 of
 	// those due first (not in io_uring's recv mode, where the recv armed
-	// before such a park brings the bytes anyway). Off: rejects are written at once like any reply,
-	// and every readable connection is read every turn.
+	// before such a park brings the bytes anyway). Off: rejects are
+	// written at once like any reply, and every readable connection is
+	// read every turn.
 	RejectFlushDelay time.Duration
 }
 

@@ -668,52 +668,50 @@ func (o *overload) mixRun(ctx context.Context, purpose, srv string, extra []stri
 	return run
 }
 
-// priorities runs the priorities part: every round, the capacity, then the
-// classified server and the same server without classes under the same
-// three generators.
+// priorities runs the priorities part: the classified server and the same
+// server without classes under the same three generators.
 func (o *overload) priorities(ctx context.Context) {
 	c := o.cfg
 	cells := []MixCell{
 		{Server: ServerSluiceShedDefault, Label: "-shed " + strings.Join(PriorityArgs, " "), Args: PriorityArgs},
 		{Server: ServerSluiceShedDefault, Label: "-shed, every frame normal"},
 	}
-	for r := 1; r <= c.Rounds && ctx.Err() == nil; r++ {
-		capacity, err := o.roundCapacity(ctx, PartPriorities, r)
-		if err != nil {
-			for i := range cells {
-				cells[i].Runs = append(cells[i].Runs, MixRun{Round: r, Error: err.Error()})
-			}
-			continue
-		}
-		loads := priorityLoads(capacity, c.Factor, c.CriticalFactor, c.NormalFactor)
+	o.rep.Priorities = o.mixPart(ctx, PartPriorities, cells, []string{PartPriorities, PartPriorities + " (no classes)"},
+		func(capacity float64) []MixLoad {
+			return priorityLoads(capacity, c.Factor, c.CriticalFactor, c.NormalFactor)
+		})
+}
+
+// fairness runs the fairness part: the tenants' generators against
+// sluice-shed-default.
+func (o *overload) fairness(ctx context.Context) {
+	c := o.cfg
+	cells := []MixCell{{Server: ServerSluiceShedDefault, Label: "-shed"}}
+	o.rep.Fairness = o.mixPart(ctx, PartFairness, cells, []string{PartFairness},
+		func(capacity float64) []MixLoad {
+			return fairnessLoads(capacity, c.Factor, c.HeavyWeight, c.Tenants, c.TenantConns)
+		})
+}
+
+// mixPart runs a mixed part: every round the capacity, then each cell's
+// server (its purposes entry names its command in the report) under the
+// generators loads gives for that capacity, a fresh copy per cell. It
+// returns the cells with their runs and summaries.
+func (o *overload) mixPart(ctx context.Context, part string, cells []MixCell, purposes []string, loads func(capacity float64) []MixLoad) []MixCell {
+	for r := 1; r <= o.cfg.Rounds && ctx.Err() == nil; r++ {
+		capacity, err := o.roundCapacity(ctx, part, r)
 		for i := range cells {
-			purpose := PartPriorities
-			if cells[i].Args == nil {
-				purpose += " (no classes)"
+			run := MixRun{Round: r}
+			if err != nil {
+				run.Error = err.Error()
+			} else {
+				run = o.mixRun(ctx, purposes[i], cells[i].Server, cells[i].Args, r, capacity, loads(capacity))
 			}
-			cells[i].Runs = append(cells[i].Runs, o.mixRun(ctx, purpose, cells[i].Server, cells[i].Args, r, capacity, append([]MixLoad(nil), loads...)))
+			cells[i].Runs = append(cells[i].Runs, run)
 		}
 	}
 	for i := range cells {
 		cells[i].summarize()
 	}
-	o.rep.Priorities = cells
-}
-
-// fairness runs the fairness part: every round, the capacity, then the
-// tenants' generators against sluice-shed-default.
-func (o *overload) fairness(ctx context.Context) {
-	c := o.cfg
-	cell := MixCell{Server: ServerSluiceShedDefault, Label: "-shed"}
-	for r := 1; r <= c.Rounds && ctx.Err() == nil; r++ {
-		capacity, err := o.roundCapacity(ctx, PartFairness, r)
-		if err != nil {
-			cell.Runs = append(cell.Runs, MixRun{Round: r, Error: err.Error()})
-			continue
-		}
-		cell.Runs = append(cell.Runs, o.mixRun(ctx, PartFairness, cell.Server, nil, r, capacity,
-			fairnessLoads(capacity, c.Factor, c.HeavyWeight, c.Tenants, c.TenantConns)))
-	}
-	cell.summarize()
-	o.rep.Fairness = []MixCell{cell}
+	return cells
 }
