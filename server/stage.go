@@ -279,7 +279,11 @@ func (s *stage) standing() bool { return s.hot || s.l.now-s.awakeAt > s.capLong 
 func (s *stage) noteIdle() {
 	l := s.l
 	if l.pace.slept {
-		s.idleNs += max(0, l.now-l.pace.turnEnd)
+		d := max(0, l.now-l.pace.turnEnd)
+		s.idleNs += d
+		if s.fair != nil && s.fair.allFull() {
+			s.fair.idleNs += d // room the fair share left unused
+		}
 		s.awakeAt = l.now
 	}
 	if l.now < s.winEnd {

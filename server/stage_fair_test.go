@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestWaterLevel: the max-min fair share of a capacity among demands.
@@ -53,12 +54,12 @@ func TestFairShareWindows(t *testing.T) {
 	now := int64(1)
 	f.roll(now)
 	// Window 1: the heavy tenant offers 100, nine light ones 5 each; the
-	// loop admits 60 in all: 15 of the heavy one's and every light frame.
+	// loop admits 65 in all: 20 of the heavy one's and every light frame.
 	for i := 0; i < 100; i++ {
 		if f.over(heavy) {
 			t.Fatal("limited in the first window")
 		}
-		if i < 15 {
+		if i < 20 {
 			f.admit(heavy)
 		}
 	}
@@ -70,9 +71,9 @@ func TestFairShareWindows(t *testing.T) {
 	}
 	now += fairWindowNanos
 	f.roll(now)
-	// demands: 100 and nine 5s; capacity 60: the light ones get 5 each (45), the heavy one 15.
-	if f.level != 15 {
-		t.Fatalf("level %d, want 15", f.level)
+	// demands: 100 and nine 5s; capacity 65: the light ones get 5 each (45), the heavy one 20.
+	if f.level != 20 {
+		t.Fatalf("level %d, want 20", f.level)
 	}
 	served := 0
 	for i := 0; i < 100; i++ {
@@ -81,13 +82,86 @@ func TestFairShareWindows(t *testing.T) {
 			served++
 		}
 	}
-	if served != 15 {
-		t.Errorf("heavy tenant admitted %d in the second window, want its share 15", served)
+	if served != 20 {
+		t.Errorf("heavy tenant admitted %d in the second window, want its share 20", served)
 	}
 	for i := 0; i < 5; i++ {
 		if f.over(light) {
 			t.Errorf("light tenant refused at its frame %d", i)
 		}
 		f.admit(light)
+	}
+}
+
+// TestFairShareWorkConserving: with every tenant over the share, a window
+// admits at most the tenants times the share; the next share comes from
+// what the loop could have admitted, its admissions scaled by the part of
+// the window it was not asleep with every limited tenant at its share (at
+// most twice them). So a loop that slept with every tenant at its share
+// gets a larger share, one awake the whole window keeps the share its
+// admissions give, and a sleep while a tenant is short of its share counts
+// for nothing. A coarse share (under fairMinShare per 100 ms) stretches
+// the next window to about fairMinShare, within fairMaxWindowNanos.
+func TestFairShareWorkConserving(t *testing.T) {
+	var f fairShare
+	slots := make([]int, 10)
+	for i := range slots {
+		slots[i] = fairSlot([]byte(fmt.Sprintf("tenant-%d", i)))
+	}
+	now := int64(1)
+	f.roll(now)
+	// window runs a window in which each tenant offers n frames and at
+	// most k are admitted (the first tenant at most first), then the loop
+	// sleeps for idle, counted as stage.noteIdle counts it; it returns the
+	// next window's share.
+	window := func(n, k, first int, idle int64) uint32 {
+		for j, s := range slots {
+			for i := 0; i < n; i++ {
+				if !f.over(s) && i < k && (j > 0 || i < first) {
+					f.admit(s)
+				}
+			}
+		}
+		if f.allFull() {
+			f.idleNs += idle
+		}
+		now = f.until
+		f.roll(now)
+		return f.level
+	}
+	if got := window(100, 40, 100, 0); got != 40 { // 400 admitted, no limit yet
+		t.Fatalf("share %d after the first window, want 40", got)
+	}
+	if got := window(100, 100, 100, fairWindowNanos/5); got != 50 { // 40 each, asleep a fifth with all at it: room for 500
+		t.Errorf("share %d after a window asleep for a fifth, want 50", got)
+	}
+	if got := window(300, 100, 100, 0); got != 50 { // 50 each, awake throughout
+		t.Errorf("share %d after a window awake throughout, want 50", got)
+	}
+	if got := window(300, 100, 100, fairWindowNanos*9/10); got != 100 { // 50 each, awake 10%: at most twice 500
+		t.Errorf("share %d after a window asleep for 90%%, want 100 (twice the admissions)", got)
+	}
+	if f.idleNs != 0 {
+		t.Errorf("idle time %d carried into the next window", f.idleNs)
+	}
+	// the first tenant stays short of its share: its frames may not have
+	// come yet, so the sleep is not room the share left
+	if got := window(300, 100, 10, fairWindowNanos/2); got != 91 { // 10 + 9·100 admitted, demands 300
+		t.Errorf("share %d after a window asleep while a tenant was short of its share, want 91 (of the admissions alone)", got)
+	}
+	// a coarse share: 40 admitted of 100 offered in 100 ms is 4 each, so
+	// the next window is 400 ms, with a share of 16
+	if got := window(10, 4, 10, 0); got != 16 {
+		t.Errorf("share %d after a coarse window, want 16 (4 each over 400 ms)", got)
+	}
+	if w := f.until - f.start; w != 4*fairWindowNanos {
+		t.Errorf("window %v after a coarse share, want 400 ms", time.Duration(w))
+	}
+	if got := window(40, 16, 40, 0); got != 16 || f.until-f.start != 4*fairWindowNanos {
+		t.Errorf("share %d over %v, want 16 over 400 ms again", got, time.Duration(f.until-f.start))
+	}
+	// at most fairMaxWindowNanos: 1 each in 400 ms would need 6.4 s
+	if got := window(40, 1, 40, 0); got != 5 || f.until-f.start != fairMaxWindowNanos {
+		t.Errorf("share %d over %v, want 5 over %v", got, time.Duration(f.until-f.start), time.Duration(fairMaxWindowNanos))
 	}
 }
