@@ -94,7 +94,8 @@ type AdmissionPolicy struct {
 	// frame before admission: a protocol tenant (overwrite f.Tenant, which
 	// holds the peer's key), cost, priority, idempotency key, operation and
 	// payload. It runs on the loop for every frame and must not block or
-	// retain frame; f's slices may alias frame.
+	// retain frame; f's slices may alias frame. The priority it sets also
+	// orders and caps the frame in the worker pool (PoolConfig.CoDel).
 	Classify func(c *Conn, frame []byte, f *admission.Frame)
 
 	// CostBytes charges each frame's length to its tenant, in bytes,

@@ -637,10 +637,20 @@ func barePool(t *testing.T, cd *admission.CoDelConfig) (*pool, int64) {
 	return p, e.clock()
 }
 
-// queueTasks appends tasks to p's queue as submit would.
+// queueTasks appends tasks to p's queue as submit would, as normal frames.
 func queueTasks(p *pool, tasks ...poolTask) {
+	queueClass(p, admission.PriorityNormal, tasks...)
+}
+
+// queueClass appends tasks of priority prio to p's queue as submit would.
+func queueClass(p *pool, prio admission.Priority, tasks ...poolTask) {
+	r := &p.rings[prio]
+	if r.q == nil {
+		r.q = make([]poolTask, p.cfg.QueueLen)
+	}
 	for _, tk := range tasks {
-		p.q[(p.head+p.n)%len(p.q)] = tk
+		tk.prio = prio
+		r.push(tk)
 		p.n++
 	}
 }
@@ -1063,7 +1073,7 @@ func TestPoolFirstFrameNoLongCap(t *testing.T) {
 func TestPoolPredictedWait(t *testing.T) {
 	p, now := barePool(t, &admission.CoDelConfig{Interval: 100 * time.Millisecond})
 	p.cfg.Workers = 1
-	if p.predictedLong() {
+	if p.predictedLong(admission.PriorityNormal) {
 		t.Fatal("predicted a long wait before any frame was served")
 	}
 	// Frames of S = C/5, C at the floor: with one worker a frame's time in
@@ -1076,17 +1086,17 @@ func TestPoolPredictedWait(t *testing.T) {
 	}
 	for n := int64(0); n <= 6; n++ {
 		want := n > 0 && (n+1)*svc+svc > autoPoolMinCapNanos // in the pool against C: from n = 4 on
-		if got := p.predictedLong(); got != want {
+		if got := p.predictedLong(admission.PriorityNormal); got != want {
 			t.Errorf("%d queued of C/5, one worker: predictedLong %v, want %v", n, got, want)
 		}
 		queueTasks(p, poolTask{fd: int32(n), enq: now})
 	}
 	p.cfg.Workers = 2 // twice the workers: the same queue waits half as long
-	if p.predictedLong() {
+	if p.predictedLong(admission.PriorityNormal) {
 		t.Errorf("7 queued of C/5 over 2 workers (0.8·C of wait, C in the pool) predicted past C")
 	}
 	queueTasks(p, poolTask{fd: 7, enq: now})
-	if !p.predictedLong() {
+	if !p.predictedLong(admission.PriorityNormal) {
 		t.Errorf("8 queued of C/5 over 2 workers (0.9·C of wait, 1.1·C in the pool) not predicted past C")
 	}
 	// A frame held on its loop past C yields to a newer one (heldLong).
@@ -1097,7 +1107,7 @@ func TestPoolPredictedWait(t *testing.T) {
 	fixed, _ := barePool(t, &admission.CoDelConfig{Target: 750 * time.Microsecond, Interval: 100 * time.Millisecond})
 	fixed.svcNanos = int64(time.Millisecond)
 	queueTasks(fixed, poolTask{fd: 1}, poolTask{fd: 2}, poolTask{fd: 3})
-	if fixed.predictedLong() || fixed.heldLong(int64(time.Second)) {
+	if fixed.predictedLong(admission.PriorityNormal) || fixed.heldLong(int64(time.Second)) {
 		t.Error("a fixed target predicted a long wait, or judged a held frame")
 	}
 }
@@ -1133,5 +1143,187 @@ func TestPoolRejectFlushDelay(t *testing.T) {
 	}
 	if s := stageOf(&admission.CoDelConfig{}, Off); s.rejDelay != 0 {
 		t.Errorf("Off: rejDelay %v, want 0", time.Duration(s.rejDelay))
+	}
+}
+
+// TestPoolPriorities: with a derived target the pool serves the most
+// urgent class first and caps each class as the loop does: under a
+// standing queue a critical frame is refused only past the long cap, a
+// best-effort one past C/2, a normal one past C; a frame's predicted wait
+// counts only its class and the more urgent ones, against its own cap; a
+// less urgent frame past its cap is taken first, to be refused, rather
+// than left waiting behind the more urgent ones.
+func TestPoolPriorities(t *testing.T) {
+	crit, norm, be := admission.PriorityCritical, admission.PriorityNormal, admission.PriorityBestEffort
+	derivedPool := func() (*pool, int64) {
+		p, _ := barePool(t, &admission.CoDelConfig{Interval: 10 * time.Millisecond})
+		p.cfg.Workers = 1
+		p.svcNanos = autoPoolMinCapNanos / 5 // C at its floor, the long cap 8·C
+		p.deriveLocked()
+		return p, p.e.clock()
+	}
+	p, now := derivedPool()
+	queueClass(p, be, poolTask{fd: 1, enq: now})
+	queueClass(p, norm, poolTask{fd: 2, enq: now})
+	queueClass(p, crit, poolTask{fd: 3, enq: now})
+	for _, want := range []int32{3, 2, 1} {
+		if tk, v, _ := p.take(); tk.fd != want || !v.Admit {
+			t.Fatalf("took %d (admit %v), want %d: the most urgent class first", tk.fd, v.Admit, want)
+		}
+	}
+
+	p, now = derivedPool()
+	c := int64(p.shedAfter())
+	capLong := p.capLong()
+	overloadCoDel(t, p, now)
+	now = p.e.clock()
+	for _, tc := range []struct {
+		prio  admission.Priority
+		wait  int64
+		admit bool
+	}{
+		{crit, 2 * c, true},        // past C, within the long cap
+		{crit, capLong + c, false}, // past the long cap
+		{norm, c / 2, true},
+		{norm, 2 * c, false}, // past C
+		{be, c / 4, true},
+		{be, c * 3 / 4, false}, // past C/2
+		{norm, capLong + c, false},
+		{be, capLong + c, false},
+		{be, 0, true},
+	} {
+		if v := p.judge(now, now-tc.wait, tc.prio); v.Admit != tc.admit {
+			t.Errorf("%v frame that waited %v under a standing queue (C %v, long cap %v): admit %v, want %v",
+				tc.prio, time.Duration(tc.wait), time.Duration(c), time.Duration(capLong), v.Admit, tc.admit)
+		}
+		if p.stale(tc.wait, tc.prio) == tc.admit {
+			t.Errorf("%v frame that waited %v: stale %v, want %v", tc.prio, time.Duration(tc.wait), !tc.admit, !tc.admit)
+		}
+	}
+
+	// predicted waits: S = C/5 and one worker, so a frame's time in the
+	// pool behind n frames ahead is (n+1)·S + S
+	p, now = derivedPool()
+	queueClass(p, norm, poolTask{fd: 1, enq: now}, poolTask{fd: 2, enq: now}, poolTask{fd: 3, enq: now}, poolTask{fd: 4, enq: now})
+	if !p.predictedLong(norm) {
+		t.Error("normal frame behind 4 normal ones (6·S against C = 5·S) not predicted past C")
+	}
+	if p.predictedLong(crit) {
+		t.Error("critical frame predicted past its cap behind normal frames only")
+	}
+	p, now = derivedPool()
+	queueClass(p, norm, poolTask{fd: 1, enq: now})
+	if !p.predictedLong(be) {
+		t.Error("best-effort frame behind a normal one (3·S against C/2) not predicted past its cap")
+	}
+	if p.predictedLong(norm) {
+		t.Error("normal frame behind a normal one (3·S against C = 5·S) predicted past C")
+	}
+	queueClass(p, be, poolTask{fd: 2, enq: now}, poolTask{fd: 3, enq: now}, poolTask{fd: 4, enq: now}, poolTask{fd: 5, enq: now})
+	if p.predictedLong(norm) {
+		t.Error("normal frame predicted past C behind best-effort frames, which it goes before")
+	}
+
+	// a best-effort frame past C/2 behind a normal one is taken first, and refused
+	p, now = derivedPool()
+	overloadCoDel(t, p, now)
+	now = p.e.clock()
+	queueClass(p, norm, poolTask{fd: 1, enq: now})
+	queueClass(p, be, poolTask{fd: 2, enq: now - c})
+	if tk, v, _ := p.take(); tk.fd != 2 || v.Admit {
+		t.Errorf("took %d (admit %v), want the stale best-effort frame (2) refused", tk.fd, v.Admit)
+	}
+	if tk, v, _ := p.take(); tk.fd != 1 || !v.Admit {
+		t.Errorf("took %d (admit %v), want the normal frame (1) admitted", tk.fd, v.Admit)
+	}
+}
+
+// spinPoolHandler burns work of CPU per frame on a worker, then echoes it.
+type spinPoolHandler struct{ work time.Duration }
+
+func (h spinPoolHandler) ServeFrame(_ context.Context, c *Conn, frame []byte) Action {
+	spin(h.work)
+	c.WriteFrame(frame)
+	return None
+}
+
+// TestPoolCriticalFirst: the worker pool under overload, with a derived
+// CoDel target and Classify, serves a critical connection within capacity
+// while two best-effort ones offer four times it; every frame is answered,
+// and the pool counts its refusals by priority. Served alike, the critical
+// frames would get about the best-effort ones' share (20-25% at 5x by
+// hand).
+func TestPoolCriticalFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1 s of load")
+	}
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1})
+	classify := func(_ *Conn, frame []byte, f *admission.Frame) {
+		if bytes.HasPrefix(frame, []byte("c")) {
+			f.Priority = admission.PriorityCritical
+		} else {
+			f.Priority = admission.PriorityBestEffort
+		}
+	}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
+		Admission: AdmissionPolicy{Admitter: adm, Classify: classify},
+		Pool:      PoolConfig{Handler: spinPoolHandler{500 * time.Microsecond}, Workers: 1, QueueLen: 64, CoDel: &admission.CoDelConfig{}}},
+		newTestHandler()) // capacity about 2,000 frames/s
+	const run = time.Second
+	type client struct {
+		frame                 string
+		every                 time.Duration
+		sent, served, refused atomic.Int64
+	}
+	clients := []*client{
+		{frame: "c\n", every: 2500 * time.Microsecond}, // 400/s
+		{frame: "b\n", every: 250 * time.Microsecond},  // 4,000/s each
+		{frame: "b\n", every: 250 * time.Microsecond},
+	}
+	stop := time.Now().Add(run)
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		c := dialLine(t, e.Addr().String(), nil)
+		c.SetDeadline(time.Now().Add(run + 10*time.Second))
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(cl.every)
+			defer tick.Stop()
+			for time.Now().Before(stop) {
+				<-tick.C
+				if _, err := c.Write([]byte(cl.frame)); err != nil {
+					t.Error(err)
+					break
+				}
+				cl.sent.Add(1)
+			}
+			doneSending(&cl.sent)
+		}()
+		go func() {
+			defer wg.Done()
+			readAnswers(t, fmt.Sprintf("client %d", i), c, &cl.sent, &cl.served, &cl.refused)
+		}()
+	}
+	wg.Wait()
+	share := func(cl *client) float64 {
+		return float64(cl.served.Load()) / float64(max(1, cl.served.Load()+cl.refused.Load()))
+	}
+	crit, be := share(clients[0]), (share(clients[1])+share(clients[2]))/2
+	ps := e.Stats().Admission.Pool
+	t.Logf("critical served %.0f%% of %d, best-effort %.0f%%; pool refusals by reason %v, by priority %v",
+		100*crit, clients[0].served.Load()+clients[0].refused.Load(), 100*be, ps.Rejects, ps.RejectsByPriority)
+	if crit < 0.5 || crit < 3*be {
+		t.Errorf("critical frames served %.0f%%, best-effort %.0f%%: want critical first", 100*crit, 100*be)
+	}
+	var byReason, byPrio uint64
+	for _, n := range ps.Rejects {
+		byReason += n
+	}
+	for _, n := range ps.RejectsByPriority {
+		byPrio += n
+	}
+	if ps.RejectsByPriority[admission.PriorityBestEffort] == 0 || byPrio != byReason {
+		t.Errorf("pool refusals by priority %v (%d), by reason %v (%d): want best-effort ones, the same total", ps.RejectsByPriority, byPrio, ps.Rejects, byReason)
 	}
 }

@@ -100,7 +100,11 @@ type PoolConfig struct {
 	// is derived from the workers' measured service time S per frame:
 	// target = C/2 with C = 2·S in [0.5 ms, 1 s], so a frame that waited more
 	// than C in a standing queue is shed (AdmissionStats.QueueDelayCap
-	// shows C); a positive Target is used as it is.
+	// shows C); a positive Target is used as it is. With a derived target
+	// the frame's priority (AdmissionPolicy.Classify) counts as on the
+	// loops: workers take the most urgent class queued first, and a
+	// critical frame is refused only past the long cap (8·C), a
+	// best-effort one past C/2.
 	CoDel *admission.CoDelConfig
 
 	// RetryAfter is the retry-after hint sent with "queue" refusals.

@@ -3,6 +3,8 @@ package server
 import (
 	"os"
 
+	"github.com/sluicenet/sluice/admission"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -249,7 +251,8 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			continue // refused and answered
 		}
 		if pl := l.e.pool; pl != nil {
-			if !l.cfg.Pool.Unordered && (pl.overloaded() || pl.heldLong(l.now-l.arrived)) && l.frameFollows(data) {
+			prio := s.priority()
+			if !l.cfg.Pool.Unordered && prio != admission.PriorityCritical && (pl.overloaded() || pl.heldLong(l.now-l.arrived)) && l.frameFollows(data) {
 				// a standing queue, or this frame waited on the loop past
 				// C, and a newer frame of c's is already here: serve that
 				// one, refuse this (adaptive LIFO within the connection,
@@ -257,10 +260,10 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 				// refusals CoDel rarely sees a standing queue, and held
 				// frames were served in order up to the long cap: p99 at
 				// 10x 18 ms, 7.7 ms with heldLong)
-				pl.refuseOlder(l, c, frame, s.takeClaim(c))
+				pl.refuseOlder(l, c, frame, s.takeClaim(c), prio)
 				continue
 			}
-			pl.submit(l, c, frame, s.takeClaim(c))
+			pl.submit(l, c, frame, s.takeClaim(c), prio)
 			if c.pending > 0 && !l.cfg.Pool.Unordered {
 				c.flags |= fPoolWait // the next frame waits for this one (poolDone)
 			}

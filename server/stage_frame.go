@@ -136,6 +136,16 @@ func (s *stage) refuseOther(c *Conn, frame []byte, reason string, retryAfter tim
 // takeClaim hands the policy's new idempotency claim for c's current
 // frame, if any, to the worker pool (FrameClaimFrom), with a copy of its
 // key. It is safe on a nil stage.
+// priority returns the priority the policy gave the frame it just
+// admitted (normal without a policy or a Classify): the worker pool's
+// caps and order follow it. It is safe on a nil stage.
+func (s *stage) priority() admission.Priority {
+	if s == nil || s.fn != nil {
+		return admission.PriorityNormal
+	}
+	return s.frame.Priority
+}
+
 func (s *stage) takeClaim(c *Conn) *poolClaim {
 	if s == nil || s.claim != c || !s.frame.Claimed || s.frame.Claim.State != admission.ClaimNew {
 		return nil

@@ -40,7 +40,8 @@ func scripted() server.Stats {
 	a.Rejects[admission.ReasonNone], a.Rejects[admission.ReasonTenant], a.Rejects[admission.ReasonQueue] = 1, 24, 25
 	a.QueueDelayCap, a.ServiceTime = 4*time.Millisecond, time.Millisecond
 	a.RejectsByPriority = [admission.NumPriorities]uint64{admission.PriorityNormal: 5, admission.PriorityBestEffort: 7}
-	a.Pool = server.PoolStats{Workers: 8, Queued: 26, Running: 27, Submitted: 280, Served: 250}
+	a.Pool = server.PoolStats{Workers: 8, Queued: 26, Running: 27, Submitted: 280, Served: 250,
+		RejectsByPriority: [admission.NumPriorities]uint64{admission.PriorityCritical: 2, admission.PriorityBestEffort: 23}}
 	a.Pool.Rejects[admission.ReasonQueue] = 25
 	for i := range s.Closed {
 		s.Closed[i] = uint64(30 + i)
@@ -235,22 +236,25 @@ func TestEngineMetricsValues(t *testing.T) {
 		}
 	}
 	labelled := map[string]float64{
-		`sluice_accept_errors_total{errno="EPERM"}`:             1,
-		`sluice_accept_errors_total{errno="other"}`:             1,
-		`sluice_accept_errors_total{errno="ECONNABORTED"}`:      0,
-		`sluice_accept_errors_total{errno="ENOSPC"}`:            0,
-		`sluice_accept_pauses_total{errno="EMFILE"}`:            4,
-		`sluice_accept_pauses_total{errno="ENFILE"}`:            1,
-		`sluice_accept_pauses_total{errno="ENOMEM"}`:            0,
-		`sluice_rejects_total{reason="other"}`:                  1,
-		`sluice_rejects_total{reason="tenant"}`:                 24,
-		`sluice_rejects_total{reason="queue"}`:                  25,
-		`sluice_rejects_total{reason="codel"}`:                  0,
-		`sluice_pool_rejects_total{reason="queue"}`:             25,
-		`sluice_pool_rejects_total{reason="draining"}`:          0,
-		`sluice_priority_rejects_total{priority="critical"}`:    0,
-		`sluice_priority_rejects_total{priority="normal"}`:      5,
-		`sluice_priority_rejects_total{priority="best_effort"}`: 7,
+		`sluice_accept_errors_total{errno="EPERM"}`:                  1,
+		`sluice_accept_errors_total{errno="other"}`:                  1,
+		`sluice_accept_errors_total{errno="ECONNABORTED"}`:           0,
+		`sluice_accept_errors_total{errno="ENOSPC"}`:                 0,
+		`sluice_accept_pauses_total{errno="EMFILE"}`:                 4,
+		`sluice_accept_pauses_total{errno="ENFILE"}`:                 1,
+		`sluice_accept_pauses_total{errno="ENOMEM"}`:                 0,
+		`sluice_rejects_total{reason="other"}`:                       1,
+		`sluice_rejects_total{reason="tenant"}`:                      24,
+		`sluice_rejects_total{reason="queue"}`:                       25,
+		`sluice_rejects_total{reason="codel"}`:                       0,
+		`sluice_pool_rejects_total{reason="queue"}`:                  25,
+		`sluice_pool_rejects_total{reason="draining"}`:               0,
+		`sluice_priority_rejects_total{priority="critical"}`:         0,
+		`sluice_priority_rejects_total{priority="normal"}`:           5,
+		`sluice_priority_rejects_total{priority="best_effort"}`:      7,
+		`sluice_pool_priority_rejects_total{priority="critical"}`:    2,
+		`sluice_pool_priority_rejects_total{priority="normal"}`:      0,
+		`sluice_pool_priority_rejects_total{priority="best_effort"}`: 23,
 	}
 	if d := compare(vals, labelled); d != "" {
 		t.Errorf("labelled accept metrics:\n%s", d)
@@ -266,8 +270,8 @@ func TestEngineMetricsValues(t *testing.T) {
 	}
 	// unlabelled + closed_total, queued_bytes, accept_errors_total,
 	// accept_pauses_total, rejects_total, priority_rejects_total,
-	// pool_rejects_total
-	const labelledFams = 7
+	// pool_rejects_total, pool_priority_rejects_total
+	const labelledFams = 8
 	if len(fams) != len(want)+labelledFams {
 		var names []string
 		for n := range fams {

@@ -42,6 +42,8 @@ const (
 	helpPrioRejects = "Frames the admission policy refused on the loops, by the frame's priority (critical, normal, best_effort; AdmissionPolicy.Classify sets it)."
 	namePoolRejects = "sluice_pool_rejects_total"
 	helpPoolRejects = "Frames the worker pool refused, by reason (queue: full or a deadline passed in the queue; codel: shed by CoDel; draining: shutting down)."
+	namePoolPrio    = "sluice_pool_priority_rejects_total"
+	helpPoolPrio    = "Frames the worker pool refused, by the frame's priority (critical, normal, best_effort; AdmissionPolicy.Classify sets it)."
 )
 
 // engineAdmDescs are the descriptors of the Stats.Admission metrics.
@@ -50,6 +52,7 @@ type engineAdmDescs struct {
 	rejects     *prometheus.Desc
 	prioRejects *prometheus.Desc
 	poolRejects *prometheus.Desc
+	poolPrio    *prometheus.Desc
 }
 
 func newEngineAdmDescs(cl prometheus.Labels) engineAdmDescs {
@@ -60,6 +63,7 @@ func newEngineAdmDescs(cl prometheus.Labels) engineAdmDescs {
 	d.rejects = prometheus.NewDesc(nameRejects, helpRejects, []string{"reason"}, cl)
 	d.prioRejects = prometheus.NewDesc(namePrioRejects, helpPrioRejects, []string{"priority"}, cl)
 	d.poolRejects = prometheus.NewDesc(namePoolRejects, helpPoolRejects, []string{"reason"}, cl)
+	d.poolPrio = prometheus.NewDesc(namePoolPrio, helpPoolPrio, []string{"priority"}, cl)
 	return d
 }
 
@@ -70,6 +74,7 @@ func (d *engineAdmDescs) describe(ch chan<- *prometheus.Desc) {
 	ch <- d.rejects
 	ch <- d.prioRejects
 	ch <- d.poolRejects
+	ch <- d.poolPrio
 }
 
 func (d *engineAdmDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
@@ -84,5 +89,6 @@ func (d *engineAdmDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
 	}
 	for p := range admission.NumPriorities {
 		ch <- constMetric(d.prioRejects, prometheus.CounterValue, float64(a.RejectsByPriority[p]), p.String())
+		ch <- constMetric(d.poolPrio, prometheus.CounterValue, float64(a.Pool.RejectsByPriority[p]), p.String())
 	}
 }
