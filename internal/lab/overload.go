@@ -121,6 +121,11 @@ type OverloadConfig struct {
 	TenantConns int     `json:"tenant_conns"`
 	HeavyWeight float64 `json:"heavy_weight"`
 
+	// MixMode is where the priorities and fairness parts' servers run the
+	// work, their capacity runs included: ModeInline (empty) or ModePool
+	// (cmd/echo -work-mode pool).
+	MixMode string `json:"mix_mode,omitempty"`
+
 	// Progress, when non-nil, receives a line per run.
 	Progress io.Writer `json:"-"`
 }
@@ -250,6 +255,8 @@ func (c *OverloadConfig) Validate() error {
 		return fmt.Errorf("%w: critical factor %v and normal factor %v must be positive and add up to at most the factor %v", bench.ErrInvalidConfig, c.CriticalFactor, c.NormalFactor, c.Factor)
 	case c.Tenants < 2 || c.Tenants > 200 || c.TenantConns < 1 || c.HeavyWeight <= 0:
 		return fmt.Errorf("%w: tenants %d (2 to 200: one loopback address each), tenant conns %d, heavy weight %v", bench.ErrInvalidConfig, c.Tenants, c.TenantConns, c.HeavyWeight)
+	case c.MixMode != "" && c.MixMode != ModeInline && c.MixMode != ModePool:
+		return fmt.Errorf("%w: mix mode %q (%s or %s)", bench.ErrInvalidConfig, c.MixMode, ModeInline, ModePool)
 	case c.BacklogRejectAbove <= 0 || c.BacklogRejectAbove > 1:
 		return fmt.Errorf("%w: backlog reject above %v", bench.ErrInvalidConfig, c.BacklogRejectAbove)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -221,8 +222,8 @@ func (o *overload) runLoad(ctx context.Context, p *serverProc, s loadSpec) (*ben
 }
 
 // oneLoad starts srv, runs one load and stops srv.
-func (o *overload) oneLoad(ctx context.Context, srv string, rate float64, closed bool) (*bench.LoadResult, error) {
-	p, err := o.server(PartGoodput, srv, o.cfg.Work)
+func (o *overload) oneLoad(ctx context.Context, srv string, rate float64, closed bool, extra ...string) (*bench.LoadResult, error) {
+	p, err := o.server(PartGoodput, srv, o.cfg.Work, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -618,7 +619,7 @@ func (o *overload) backlog(ctx context.Context) {
 // roundCapacity measures sluice-noshed's closed-loop capacity with the
 // goodput part's connections, for the mixed parts' rates in one round.
 func (o *overload) roundCapacity(ctx context.Context, part string, round int) (float64, error) {
-	res, err := o.oneLoad(ctx, ServerSluiceNoShed, 0, true)
+	res, err := o.oneLoad(ctx, ServerSluiceNoShed, 0, true, o.mixExtra()...)
 	o.progress("%s round %d/%d capacity %s", part, round, o.cfg.Rounds, loadLine(res, err))
 	if res == nil || res.MsgsPerSec <= 0 {
 		if err == nil {
@@ -668,6 +669,14 @@ func (o *overload) mixRun(ctx context.Context, purpose, srv string, extra []stri
 	return run
 }
 
+// mixExtra returns the cmd/echo flags of the mixed parts' work mode.
+func (o *overload) mixExtra() []string {
+	if o.cfg.MixMode == ModePool {
+		return []string{"-work-mode", ModePool}
+	}
+	return nil
+}
+
 // priorities runs the priorities part: the classified server and the same
 // server without classes under the same three generators.
 func (o *overload) priorities(ctx context.Context) {
@@ -705,7 +714,8 @@ func (o *overload) mixPart(ctx context.Context, part string, cells []MixCell, pu
 			if err != nil {
 				run.Error = err.Error()
 			} else {
-				run = o.mixRun(ctx, purposes[i], cells[i].Server, cells[i].Args, r, capacity, loads(capacity))
+				args := append(slices.Clip(cells[i].Args), o.mixExtra()...)
+				run = o.mixRun(ctx, purposes[i], cells[i].Server, args, r, capacity, loads(capacity))
 			}
 			cells[i].Runs = append(cells[i].Runs, run)
 		}

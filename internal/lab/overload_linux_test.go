@@ -136,6 +136,17 @@ func TestMixLoads(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
+	if strings.Contains(md, "worker pool") {
+		t.Errorf("inline mixed parts said to run on the worker pool:\n%s", md)
+	}
+	rep.Config.MixMode = ModePool
+	if md := rep.Markdown(); strings.Count(md, "on the worker pool (`-work-mode pool`") != 2 {
+		t.Errorf("pool mixed parts not said to run on the worker pool:\n%s", md)
+	}
+	bad := OverloadConfig{MixMode: "threads"}.withDefaults()
+	if err := bad.Validate(); err == nil {
+		t.Error("mix mode threads accepted")
+	}
 }
 
 // floodServer is a minimal length-prefixed echo server on loopback that

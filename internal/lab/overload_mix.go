@@ -190,17 +190,26 @@ func (rep *OverloadReport) mixMarkdown(b *strings.Builder) {
 	c := rep.Config
 	if len(rep.Priorities) > 0 {
 		fmt.Fprintf(b, "### Priorities at %.0f× capacity\n\n", c.Factor)
-		fmt.Fprintf(b, "Every server spins %v of CPU per frame. Three open-loop generators at once, by frame size: critical (%d connections, %d-byte frames) at %.1f× the capacity of the round, normal (%d, %d bytes) at %.1f× and best-effort (%d, %d bytes) at the rest of %.0f×. Capacity: sluice-noshed, closed loop, in the same round. Served is echoed over the sends the generator intended in its window; the p99 is of echoed requests, from their intended send time; unanswered sums over the rounds the sends the generator could not issue and the requests lost with a failed connection.\n\n",
-			c.Work, PriorityClasses[0].Conns, PriorityClasses[0].Size, c.CriticalFactor, PriorityClasses[1].Conns, PriorityClasses[1].Size, c.NormalFactor,
+		fmt.Fprintf(b, "Every server spins %v of CPU per frame%s. Three open-loop generators at once, by frame size: critical (%d connections, %d-byte frames) at %.1f× the capacity of the round, normal (%d, %d bytes) at %.1f× and best-effort (%d, %d bytes) at the rest of %.0f×. Capacity: sluice-noshed, closed loop, in the same round. Served is echoed over the sends the generator intended in its window; the p99 is of echoed requests, from their intended send time; unanswered sums over the rounds the sends the generator could not issue and the requests lost with a failed connection.\n\n",
+			c.Work, mixModeNote(c.MixMode), PriorityClasses[0].Conns, PriorityClasses[0].Size, c.CriticalFactor, PriorityClasses[1].Conns, PriorityClasses[1].Size, c.NormalFactor,
 			PriorityClasses[2].Conns, PriorityClasses[2].Size, c.Factor)
 		mixTable(b, rep.Priorities, false)
 	}
 	if len(rep.Fairness) > 0 {
 		fmt.Fprintf(b, "### Fairness between %d tenants at %.0f× capacity\n\n", c.Tenants, c.Factor)
-		fmt.Fprintf(b, "Every server spins %v of CPU per frame. %d open-loop generators at once, each from its own loopback address (a tenant: the server keys tenants by peer address; no tenant quota is set), %d connections and 64-byte frames each; the heavy tenant sends %.0f× as much as each light one, %.0f× the capacity of the round in all. Share is a tenant's goodput over the run's goodput divided by %d: 1.0 is an equal share, which is the max-min fair share when every tenant asks for more than it. First come, first served would give the heavy tenant a share of about %.1f.\n\n",
-			c.Work, c.Tenants, c.TenantConns, c.HeavyWeight, c.Factor, c.Tenants, c.HeavyWeight*float64(c.Tenants)/(c.HeavyWeight+float64(c.Tenants-1)))
+		fmt.Fprintf(b, "Every server spins %v of CPU per frame%s. %d open-loop generators at once, each from its own loopback address (a tenant: the server keys tenants by peer address; no tenant quota is set), %d connections and 64-byte frames each; the heavy tenant sends %.0f× as much as each light one, %.0f× the capacity of the round in all. Share is a tenant's goodput over the run's goodput divided by %d: 1.0 is an equal share, which is the max-min fair share when every tenant asks for more than it. First come, first served would give the heavy tenant a share of about %.1f.\n\n",
+			c.Work, mixModeNote(c.MixMode), c.Tenants, c.TenantConns, c.HeavyWeight, c.Factor, c.Tenants, c.HeavyWeight*float64(c.Tenants)/(c.HeavyWeight+float64(c.Tenants-1)))
 		mixTable(b, rep.Fairness, true)
 	}
+}
+
+// mixModeNote says where the mixed parts' servers ran the work, when not
+// inline.
+func mixModeNote(mode string) string {
+	if mode == ModePool {
+		return " on the worker pool (`-work-mode pool`, its capacity run too)"
+	}
+	return ""
 }
 
 // mixTable writes one row per server setting and generator.

@@ -31,6 +31,7 @@ func runOverload(ctx context.Context, args []string) error {
 	fs.Float64Var(&cfg.NormalFactor, "normal-factor", 0, "priorities: normal traffic as a multiple of the round's capacity (0: 1)")
 	fs.IntVar(&cfg.Tenants, "tenants", 0, "fairness: tenants, each a generator from its own loopback address (0: 10)")
 	fs.Float64Var(&cfg.HeavyWeight, "heavy-weight", 0, "fairness: how many times as much the heavy tenant sends as each other one (0: 10)")
+	fs.StringVar(&cfg.MixMode, "mix-mode", "", "priorities and fairness: where the servers run the work, inline or pool (cmd/echo -work-mode; empty: inline)")
 	fs.Int64Var(&cfg.QueuedBudgetBytes, "queued-budget", 0, "sluice-budget's -max-queued-bytes (0: 16 MiB)")
 	fs.IntVar(&cfg.FloodConns, "flood-conns", 0, "memory: non-reading peers (0: 200)")
 	fs.IntVar(&cfg.GateBudget, "gate-budget", 0, "gate: -budget-conns of the flooded server (0: 300)")
