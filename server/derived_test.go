@@ -422,7 +422,33 @@ func TestFairShareBetweenTenants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2 s of load")
 	}
-	e := spinEchoEngine(t) // capacity about 2,000 frames/s
+	tenantShares(t, spinEchoEngine(t), false, func(e *Engine) uint64 { // capacity about 2,000 frames/s
+		return e.Stats().Admission.Rejects[admission.ReasonFair]
+	})
+}
+
+// TestPoolFairShare: TestFairShareBetweenTenants with the work on the
+// worker pool (one worker, unordered, a derived CoDel target) and no CoDel
+// on the loops: the pool shares what it serves by tenant. The light
+// tenants' ticks are spread over their period: the pool's queue holds
+// about C = 2·S of work, and nine frames at once left it refusing most of
+// them while its worker idled 60% of the time (in 2 runs of 3).
+func TestPoolFairShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2 s of load")
+	}
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1})
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm},
+		Pool: PoolConfig{Handler: spinPoolHandler{500 * time.Microsecond}, Workers: 1, QueueLen: 64, Unordered: true, CoDel: &admission.CoDelConfig{}}},
+		newTestHandler()) // capacity about 2,000 frames/s
+	tenantShares(t, e, true, func(e *Engine) uint64 { return e.Stats().Admission.Pool.Rejects[admission.ReasonFair] })
+}
+
+// tenantShares drives ten tenants against e (capacity about 2,000
+// frames/s), one of them sending ten times more than each of the others,
+// and checks that the heavy one is served at most twice a light one's
+// mean, with refusals for reason fair (fairRejects reads them).
+func tenantShares(t *testing.T, e *Engine, stagger bool, fairRejects func(*Engine) uint64) {
 	const tenants, run = 10, 1500 * time.Millisecond
 	var served, refused [tenants]atomic.Int64
 	var wg sync.WaitGroup
@@ -438,6 +464,9 @@ func TestFairShareBetweenTenants(t *testing.T) {
 		wg.Add(2)
 		go func() { // open loop: one frame per tick, whatever the replies
 			defer wg.Done()
+			if stagger { // the light tenants' ticks spread over their period
+				time.Sleep(time.Duration(i) * 4 * time.Millisecond / tenants)
+			}
 			tick := time.NewTicker(every)
 			defer tick.Stop()
 			for time.Now().Before(stop) {
@@ -463,11 +492,11 @@ func TestFairShareBetweenTenants(t *testing.T) {
 	lightMean := float64(lightSum) / (tenants - 1)
 	heavy := served[0].Load()
 	st := e.Stats().Admission
-	t.Logf("served: heavy %d, light mean %.0f; refused heavy %d; refusals by reason %v", heavy, lightMean, refused[0].Load(), st.Rejects)
+	t.Logf("served: heavy %d, light mean %.0f; refused heavy %d; refusals by reason %v, in the pool %v (submitted %d, served %d; cap %v, service %v)", heavy, lightMean, refused[0].Load(), st.Rejects, st.Pool.Rejects, st.Pool.Submitted, st.Pool.Served, st.QueueDelayCap, st.ServiceTime)
 	if lightMean == 0 || float64(heavy) > 2*lightMean {
 		t.Errorf("heavy tenant served %d, light tenants %.0f on average: want at most twice theirs", heavy, lightMean)
 	}
-	if st.Rejects[admission.ReasonFair] == 0 {
+	if fairRejects(e) == 0 {
 		t.Error("no refusal with reason fair")
 	}
 }

@@ -104,7 +104,10 @@ type PoolConfig struct {
 	// the frame's priority (AdmissionPolicy.Classify) counts as on the
 	// loops: workers take the most urgent class queued first, and a
 	// critical frame is refused only past the long cap (8·C), a
-	// best-effort one past C/2.
+	// best-effort one past C/2. And with an AdmissionPolicy without a
+	// tenant quota or the loops' own shares (an Admitter without CoDel),
+	// the pool shares the frames it serves between tenants as the loops
+	// do (reason "fair"; see docs/OVERLOAD.md).
 	CoDel *admission.CoDelConfig
 
 	// RetryAfter is the retry-after hint sent with "queue" refusals.

@@ -263,7 +263,7 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 				pl.refuseOlder(l, c, frame, s.takeClaim(c), prio)
 				continue
 			}
-			pl.submit(l, c, frame, s.takeClaim(c), prio)
+			pl.submit(l, c, frame, s.takeClaim(c), prio, s.poolSlot())
 			if c.pending > 0 && !l.cfg.Pool.Unordered {
 				c.flags |= fPoolWait // the next frame waits for this one (poolDone)
 			}

@@ -15,7 +15,9 @@ import (
 // never limited. A window that admitted everything, or saw one tenant,
 // lifts the limit. Tenants (AdmissionPolicy.TenantKey, the peer's IP by
 // default) are hashed into fairSlots slots; tenants that share a slot
-// share a share.
+// share a share. The worker pool keeps its own shares of the frames it
+// serves, paced over the window (overPaced), when its CoDel target is
+// derived and the loops keep none (pool.submit).
 //
 // The share is work-conserving. With every tenant over the share a
 // window admits at most the tenants times the share, so a share taken from
@@ -127,6 +129,20 @@ func (f *fairShare) capacity(span int64) uint32 {
 func (f *fairShare) over(slot int) bool {
 	f.offered[slot]++
 	return f.level > 0 && f.admitted[slot] >= f.level
+}
+
+// overPaced is over with each share paced over its window: at now a slot
+// may have had its share's part for the time gone by, plus an eighth of it
+// (at least 2), so that a tenant that always has a frame waiting does not
+// spend its share at the start of the window.
+func (f *fairShare) overPaced(slot int, now int64) bool {
+	f.offered[slot]++
+	if f.level == 0 {
+		return false
+	}
+	win := f.until - f.start
+	part := uint64(f.level) * uint64(max(0, min(now-f.start, win))) / uint64(max(1, win))
+	return uint64(f.admitted[slot]) >= min(uint64(f.level), part+uint64(max(2, f.level/8)))
 }
 
 // admit counts a frame of slot as admitted.

@@ -165,3 +165,52 @@ func TestFairShareWorkConserving(t *testing.T) {
 		t.Errorf("share %d over %v, want 5 over %v", got, time.Duration(f.until-f.start), time.Duration(fairMaxWindowNanos))
 	}
 }
+
+// TestFairSharePaced: overPaced lets a slot have, at each point of the
+// window, its share's part for the time gone by plus an eighth of the
+// share (at least 2), and never more than the share.
+func TestFairSharePaced(t *testing.T) {
+	var f fairShare
+	a, b := fairSlot([]byte("a")), fairSlot([]byte("b"))
+	f.roll(1)
+	for i := 0; i < 100; i++ { // a asks for 100, b for 10; 50 admitted
+		f.over(a)
+		if i < 40 {
+			f.admit(a)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		f.over(b)
+		f.admit(b)
+	}
+	f.roll(1 + fairWindowNanos)
+	if f.level != 40 {
+		t.Fatalf("share %d, want 40", f.level)
+	}
+	admitted := func(at int64) int {
+		n := 0
+		for !f.overPaced(a, f.start+at) {
+			f.admit(a)
+			n++
+		}
+		return n
+	}
+	for _, c := range []struct {
+		at   int64
+		want int // admitted at that point of the window, in all
+	}{
+		{0, 5},                         // the burst: an eighth of 40
+		{fairWindowNanos / 4, 15},      // 10 + 5
+		{fairWindowNanos / 2, 25},      // 20 + 5
+		{fairWindowNanos * 9 / 10, 40}, // 36 + 5, at most the share
+		{fairWindowNanos - 1, 40},
+	} {
+		admitted(c.at)
+		if got := int(f.admitted[a]); got != c.want {
+			t.Errorf("at %v of the window: %d admitted, want %d", time.Duration(c.at), got, c.want)
+		}
+	}
+	if f.overPaced(b, f.start) {
+		t.Error("a slot under its share refused at the start of the window")
+	}
+}
