@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -135,9 +134,7 @@ func newPool(e *Engine) (*pool, error) {
 		if cfg.CoDel.Target == 0 {
 			p.auto = true
 			p.deriveLocked()
-			if os.Getenv("XNOFAIR") == "" {
-				p.fair = &fairShare{}
-			}
+			p.fair = &fairShare{}
 		}
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())

@@ -65,8 +65,8 @@ func (p *pool) judge(now, enq int64, prio admission.Priority) admission.Verdict 
 	case admission.PriorityCritical:
 		return admission.Admitted() // within the long cap, whatever CoDel says
 	case admission.PriorityBestEffort:
-		if c := p.shedAfter(); v.Admit && p.codel.Overloaded() && now-enq > int64(c)/2 {
-			return admission.Reject(admission.ReasonCoDel, c)
+		if v.Admit && p.codel.Overloaded() && now-enq > p.capOf(prio) {
+			return admission.Reject(admission.ReasonCoDel, p.shedAfter())
 		}
 	}
 	return v

@@ -53,21 +53,22 @@ type stage struct {
 	l  *loop
 	fn AdmitFunc // the AdmitFunc; nil with a policy
 
-	adm       *admission.Admitter // the policy's; nil with an AdmitFunc
-	lp        *admission.Loop
-	key       admission.TenantKeyFunc
-	classify  func(*Conn, []byte, *admission.Frame)
-	costBytes bool
-	chargeRds bool  // ChargeReadBytes
-	readCap   int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
-	shedDelay bool  // the Admitter has a CoDel: measure queueing delay
-	maxDelay  int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
-	rejDelay  int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
-	slowReads bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
-	longPark  bool  // auto, the long hold, no Classify: a deferred read may wait for its connection's held refusals (deferRead)
-	perConn   bool  // connections carry connStage state
-	auto      bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
-	timed     bool  // auto with inline handlers: time each handler call (afterFrame)
+	adm        *admission.Admitter // the policy's; nil with an AdmitFunc
+	lp         *admission.Loop
+	key        admission.TenantKeyFunc
+	classify   func(*Conn, []byte, *admission.Frame)
+	costBytes  bool
+	chargeRds  bool  // ChargeReadBytes
+	readCap    int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
+	shedDelay  bool  // the Admitter has a CoDel: measure queueing delay
+	maxDelay   int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
+	rejDelay   int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
+	slowReads  bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
+	longPark   bool  // auto, the long hold, no Classify: a deferred read may wait for its connection's held refusals (deferRead)
+	perConn    bool  // connections carry connStage state
+	poolShares bool  // the worker pool shares what it serves by tenant (poolSlot): no tenant quota, no loop shares
+	auto       bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
+	timed      bool  // auto with inline handlers: time each handler call (afterFrame)
 
 	svcNanos int64      // auto: average handler time per frame (EWMA)
 	capShort int64      // auto: C, the cap while CoDel sees a standing queue
@@ -178,6 +179,7 @@ func newStage(l *loop, sc stageConfig) *stage {
 			s.fair = &fairShare{}
 		}
 	}
+	s.poolShares = s.fair == nil && p.Admitter.Tenants() == nil
 	s.keyBuf = make([]byte, 0, maxTenantKeyBytes)
 	return s
 }

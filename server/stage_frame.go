@@ -133,15 +133,12 @@ func (s *stage) refuseOther(c *Conn, frame []byte, reason string, retryAfter tim
 	s.l.answerReject(c, frame, reason, retryAfter)
 }
 
-// takeClaim hands the policy's new idempotency claim for c's current
-// frame, if any, to the worker pool (FrameClaimFrom), with a copy of its
-// key. It is safe on a nil stage.
 // poolSlot returns the fair-share slot (fairSlot) of the tenant of the
 // frame the policy just admitted, for the worker pool's fair shares: -1
 // when the pool is not to share by tenant (no policy, an AdmitFunc, a
 // tenant quota, or the loop's own fair shares). It is safe on a nil stage.
 func (s *stage) poolSlot() int {
-	if s == nil || s.fn != nil || s.adm == nil || s.fair != nil || s.adm.Tenants() != nil || s.frame.Tenant == nil {
+	if s == nil || !s.poolShares || s.frame.Tenant == nil {
 		return -1
 	}
 	return fairSlot(s.frame.Tenant)
@@ -151,12 +148,15 @@ func (s *stage) poolSlot() int {
 // admitted (normal without a policy or a Classify): the worker pool's
 // caps and order follow it. It is safe on a nil stage.
 func (s *stage) priority() admission.Priority {
-	if s == nil || s.fn != nil {
+	if s == nil || s.fn != nil || s.adm == nil {
 		return admission.PriorityNormal
 	}
 	return s.frame.Priority
 }
 
+// takeClaim hands the policy's new idempotency claim for c's current
+// frame, if any, to the worker pool (FrameClaimFrom), with a copy of its
+// key. It is safe on a nil stage.
 func (s *stage) takeClaim(c *Conn) *poolClaim {
 	if s == nil || s.claim != c || !s.frame.Claimed || s.frame.Claim.State != admission.ClaimNew {
 		return nil
