@@ -125,6 +125,9 @@ type OverloadConfig struct {
 	// work, their capacity runs included: ModeInline (empty) or ModePool
 	// (cmd/echo -work-mode pool).
 	MixMode string `json:"mix_mode,omitempty"`
+	// MixConnsFactor (0: 1) multiplies every mixed generator's
+	// connections: the classes' and TenantConns.
+	MixConnsFactor int `json:"mix_conns_factor,omitempty"`
 
 	// Progress, when non-nil, receives a line per run.
 	Progress io.Writer `json:"-"`
@@ -222,6 +225,7 @@ func (c OverloadConfig) withDefaults() OverloadConfig {
 	defF(&c.NormalFactor, 1)
 	def(&c.Tenants, 10)
 	def(&c.TenantConns, 8)
+	def(&c.MixConnsFactor, 1)
 	defF(&c.HeavyWeight, 10)
 	def(&c.BacklogBudget, 50)
 	def(&c.Backlog, 64)
@@ -255,6 +259,8 @@ func (c *OverloadConfig) Validate() error {
 		return fmt.Errorf("%w: critical factor %v and normal factor %v must be positive and add up to at most the factor %v", bench.ErrInvalidConfig, c.CriticalFactor, c.NormalFactor, c.Factor)
 	case c.Tenants < 2 || c.Tenants > 200 || c.TenantConns < 1 || c.HeavyWeight <= 0:
 		return fmt.Errorf("%w: tenants %d (2 to 200: one loopback address each), tenant conns %d, heavy weight %v", bench.ErrInvalidConfig, c.Tenants, c.TenantConns, c.HeavyWeight)
+	case c.MixConnsFactor < 1 || c.MixConnsFactor > 100:
+		return fmt.Errorf("%w: mix conns factor %d (1 to 100)", bench.ErrInvalidConfig, c.MixConnsFactor)
 	case c.MixMode != "" && c.MixMode != ModeInline && c.MixMode != ModePool:
 		return fmt.Errorf("%w: mix mode %q (%s or %s)", bench.ErrInvalidConfig, c.MixMode, ModeInline, ModePool)
 	case c.BacklogRejectAbove <= 0 || c.BacklogRejectAbove > 1:

@@ -687,7 +687,7 @@ func (o *overload) priorities(ctx context.Context) {
 	}
 	o.rep.Priorities = o.mixPart(ctx, PartPriorities, cells, []string{PartPriorities, PartPriorities + " (no classes)"},
 		func(capacity float64) []MixLoad {
-			return priorityLoads(capacity, c.Factor, c.CriticalFactor, c.NormalFactor)
+			return priorityLoads(capacity, c.Factor, c.CriticalFactor, c.NormalFactor, c.MixConnsFactor)
 		})
 }
 
@@ -698,7 +698,7 @@ func (o *overload) fairness(ctx context.Context) {
 	cells := []MixCell{{Server: ServerSluiceShedDefault, Label: "-shed"}}
 	o.rep.Fairness = o.mixPart(ctx, PartFairness, cells, []string{PartFairness},
 		func(capacity float64) []MixLoad {
-			return fairnessLoads(capacity, c.Factor, c.HeavyWeight, c.Tenants, c.TenantConns)
+			return fairnessLoads(capacity, c.Factor, c.HeavyWeight, c.Tenants, c.MixConnsFactor*c.TenantConns)
 		})
 }
 

@@ -102,11 +102,11 @@ func TestOverloadReportRender(t *testing.T) {
 }
 
 func TestMixLoads(t *testing.T) {
-	p := priorityLoads(1000, 5, 0.3, 1)
-	if len(p) != 3 || p[0].Name != "critical" || p[0].RatePerSec != 300 || p[1].RatePerSec != 1000 || p[2].RatePerSec != 3700 {
+	p := priorityLoads(1000, 5, 0.3, 1, 1)
+	if len(p) != 3 || p[0].Name != "critical" || p[0].RatePerSec != 300 || p[1].RatePerSec != 1000 || p[2].RatePerSec != 3700 || p[0].Conns != 8 {
 		t.Errorf("priority loads %+v", p)
 	}
-	if p := priorityLoads(1000, 1.3, 0.3, 1); len(p) != 2 {
+	if p := priorityLoads(1000, 1.3, 0.3, 1, 25); len(p) != 2 || p[0].Conns != 200 || p[1].Conns != 400 || PriorityClasses[0].Conns != 8 {
 		t.Errorf("nothing left for best-effort: %+v", p)
 	}
 	f := fairnessLoads(1900, 5, 10, 10, 8)
@@ -146,6 +146,10 @@ func TestMixLoads(t *testing.T) {
 	bad := OverloadConfig{MixMode: "threads"}.withDefaults()
 	if err := bad.Validate(); err == nil {
 		t.Error("mix mode threads accepted")
+	}
+	bad = OverloadConfig{MixConnsFactor: 101}.withDefaults()
+	if err := bad.Validate(); err == nil {
+		t.Error("mix conns factor 101 accepted")
 	}
 }
 

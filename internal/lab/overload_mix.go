@@ -159,9 +159,13 @@ func (c *MixCell) summarize() {
 
 // priorityLoads are the priorities part's generators at this capacity:
 // critical at criticalFactor, normal at normalFactor and best-effort at
-// the rest of factor (none if nothing is left).
-func priorityLoads(capacity, factor, criticalFactor, normalFactor float64) []MixLoad {
+// the rest of factor (none if nothing is left), each with connsFactor
+// times its class's connections.
+func priorityLoads(capacity, factor, criticalFactor, normalFactor float64, connsFactor int) []MixLoad {
 	loads := append([]MixLoad(nil), PriorityClasses...)
+	for i := range loads {
+		loads[i].Conns *= connsFactor
+	}
 	loads[0].RatePerSec = criticalFactor * capacity
 	loads[1].RatePerSec = normalFactor * capacity
 	loads[2].RatePerSec = max(0, factor-criticalFactor-normalFactor) * capacity
@@ -191,14 +195,14 @@ func (rep *OverloadReport) mixMarkdown(b *strings.Builder) {
 	if len(rep.Priorities) > 0 {
 		fmt.Fprintf(b, "### Priorities at %.0f× capacity\n\n", c.Factor)
 		fmt.Fprintf(b, "Every server spins %v of CPU per frame%s. Three open-loop generators at once, by frame size: critical (%d connections, %d-byte frames) at %.1f× the capacity of the round, normal (%d, %d bytes) at %.1f× and best-effort (%d, %d bytes) at the rest of %.0f×. Capacity: sluice-noshed, closed loop, in the same round. Served is echoed over the sends the generator intended in its window; the p99 is of echoed requests, from their intended send time; unanswered sums over the rounds the sends the generator could not issue and the requests lost with a failed connection.\n\n",
-			c.Work, mixModeNote(c.MixMode), PriorityClasses[0].Conns, PriorityClasses[0].Size, c.CriticalFactor, PriorityClasses[1].Conns, PriorityClasses[1].Size, c.NormalFactor,
-			PriorityClasses[2].Conns, PriorityClasses[2].Size, c.Factor)
+			c.Work, mixModeNote(c.MixMode), c.MixConnsFactor*PriorityClasses[0].Conns, PriorityClasses[0].Size, c.CriticalFactor, c.MixConnsFactor*PriorityClasses[1].Conns, PriorityClasses[1].Size, c.NormalFactor,
+			c.MixConnsFactor*PriorityClasses[2].Conns, PriorityClasses[2].Size, c.Factor)
 		mixTable(b, rep.Priorities, false)
 	}
 	if len(rep.Fairness) > 0 {
 		fmt.Fprintf(b, "### Fairness between %d tenants at %.0f× capacity\n\n", c.Tenants, c.Factor)
 		fmt.Fprintf(b, "Every server spins %v of CPU per frame%s. %d open-loop generators at once, each from its own loopback address (a tenant: the server keys tenants by peer address; no tenant quota is set), %d connections and 64-byte frames each; the heavy tenant sends %.0f× as much as each light one, %.0f× the capacity of the round in all. Share is a tenant's goodput over the run's goodput divided by %d: 1.0 is an equal share, which is the max-min fair share when every tenant asks for more than it. First come, first served would give the heavy tenant a share of about %.1f.\n\n",
-			c.Work, mixModeNote(c.MixMode), c.Tenants, c.TenantConns, c.HeavyWeight, c.Factor, c.Tenants, c.HeavyWeight*float64(c.Tenants)/(c.HeavyWeight+float64(c.Tenants-1)))
+			c.Work, mixModeNote(c.MixMode), c.Tenants, c.MixConnsFactor*c.TenantConns, c.HeavyWeight, c.Factor, c.Tenants, c.HeavyWeight*float64(c.Tenants)/(c.HeavyWeight+float64(c.Tenants-1)))
 		mixTable(b, rep.Fairness, true)
 	}
 }

@@ -31,6 +31,7 @@ func runOverload(ctx context.Context, args []string) error {
 	fs.Float64Var(&cfg.NormalFactor, "normal-factor", 0, "priorities: normal traffic as a multiple of the round's capacity (0: 1)")
 	fs.IntVar(&cfg.Tenants, "tenants", 0, "fairness: tenants, each a generator from its own loopback address (0: 10)")
 	fs.Float64Var(&cfg.HeavyWeight, "heavy-weight", 0, "fairness: how many times as much the heavy tenant sends as each other one (0: 10)")
+	fs.IntVar(&cfg.MixConnsFactor, "mix-conns-factor", 0, "priorities and fairness: multiply every generator's connections (8, 16 and 16 per class; 8 per tenant) by this (0: 1; 25 gives 1,000 in all)")
 	fs.StringVar(&cfg.MixMode, "mix-mode", "", "priorities and fairness: where the servers run the work, inline or pool (cmd/echo -work-mode; empty: inline)")
 	fs.Int64Var(&cfg.QueuedBudgetBytes, "queued-budget", 0, "sluice-budget's -max-queued-bytes (0: 16 MiB)")
 	fs.IntVar(&cfg.FloodConns, "flood-conns", 0, "memory: non-reading peers (0: 200)")
