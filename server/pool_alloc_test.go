@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,26 +30,57 @@ func (poolEcho) ServeFrame(ctx context.Context, c *Conn, frame []byte) Action {
 // TestPoolZeroAllocs: the worker pool's steady state (16 pipelined 64-byte
 // frames per round trip through the pool, ordered and unordered, its CoDel
 // target derived, on each backend) allocates nothing: the request context
-// is the worker's own, not a context.WithDeadline per frame.
+// is the worker's own, not a context.WithDeadline per frame. With an
+// admission policy whose Classify makes every other round's frames
+// critical, the pool's rings by priority and its tenants' shares run too.
 func TestPoolZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's bookkeeping allocates")
 	}
 	for _, b := range []Backend{BackendEpoll, BackendIOURing} {
 		for _, unordered := range []bool{false, true} {
-			name := b.String() + "/ordered"
-			if unordered {
-				name = b.String() + "/unordered"
-			}
-			t.Run(name, func(t *testing.T) {
-				e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Backend: b,
-					Pool: PoolConfig{Handler: poolEcho{}, Workers: 1, Unordered: unordered, CoDel: &admission.CoDelConfig{}}},
-					HandlerFuncs{})
-				round, _, _ := echoRounds(t, e)
-				if a := testing.AllocsPerRun(500, round); a != 0 {
-					t.Errorf("%.2f allocations per round trip of 16 frames through the pool, want 0", a)
+			for _, classified := range []bool{false, true} {
+				name := b.String() + "/ordered"
+				if unordered {
+					name = b.String() + "/unordered"
 				}
-			})
+				if classified {
+					name += "/classified"
+				}
+				t.Run(name, func(t *testing.T) {
+					cfg := Config{Loops: 1, Codec: codecByName(t, "length", 0), Backend: b,
+						Pool: PoolConfig{Handler: poolEcho{}, Workers: 1, Unordered: unordered, CoDel: &admission.CoDelConfig{}}}
+					var critical atomic.Bool
+					if classified {
+						cfg.Admission = AdmissionPolicy{Admitter: newAdmitter(t, admission.Config{MemoryLimitBytes: -1}),
+							Classify: func(_ *Conn, _ []byte, f *admission.Frame) {
+								if critical.Load() {
+									f.Priority = admission.PriorityCritical
+								}
+							}}
+					}
+					e := start(t, cfg, HandlerFuncs{})
+					if classified && (e.pool.fair == nil || !e.loops[0].stage.poolShares) {
+						t.Fatal("the pool keeps no tenants' shares")
+					}
+					echo, _, _ := echoRounds(t, e)
+					round := func() {
+						critical.Store(!critical.Load())
+						echo()
+					}
+					round()
+					round() // both classes' rings made
+					if a := testing.AllocsPerRun(500, round); a != 0 {
+						t.Errorf("%.2f allocations per round trip of 16 frames through the pool, want 0", a)
+					}
+					e.pool.mu.Lock()
+					made := e.pool.rings[admission.PriorityCritical].q != nil
+					e.pool.mu.Unlock()
+					if made != classified {
+						t.Errorf("classified %v: the critical ring made %v", classified, made)
+					}
+				})
+			}
 		}
 	}
 }
