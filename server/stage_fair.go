@@ -81,7 +81,7 @@ func (f *fairShare) roll(now int64) {
 		span := now - f.start
 		c := f.capacity(span)
 		f.level = waterLevel(f.offered[:], c, f.sorted[:0])
-		if f.level > 0 && f.level*uint32(fairWindowNanos/1e6) < fairMinShare*uint32(span/1e6) {
+		if f.level > 0 && int64(f.level)*fairWindowNanos < fairMinShare*span {
 			// coarse: the next window is k·100 ms, its demands and
 			// capacity those of this one scaled from span to it
 			k := min((fairMinShare*span+int64(f.level)*fairWindowNanos-1)/(int64(f.level)*fairWindowNanos), fairMaxWindowNanos/fairWindowNanos)
