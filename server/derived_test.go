@@ -247,15 +247,27 @@ func TestDerivedCapFollowsSlowdown(t *testing.T) {
 		return a.QueueDelayCap, a.ServiceTime
 	}
 
-	// Two connections, one request in flight each: a frame waits behind at
-	// most one other, within C = 2·S at any service time. (With four, it
-	// waits behind up to three, 3·S, which passes the 0.7 ms floor of C
-	// once S is above 233 µs, as it is under -race: the saturated loop
-	// then refuses some, as C says it should, and this is not the test
-	// of that.)
-	fast := drive(2, 100, false)
-	capFast, svcFast := caps()
-	t.Logf("fast: served %d refused %d; cap %v service %v", fast.served, fast.refused, capFast, svcFast)
+	// One connection, one request in flight: a frame waits behind none, so
+	// its queueing delay is the turn's own, far below C's 0.7 ms floor at
+	// any service time. (With two, the busy loop times a frame from the
+	// previous turn's start, about 2·S, against CoDel's target C/2 = S: the
+	// queue is judged standing, and a stall of the loop's thread of some
+	// 0.4 ms on a shared CI machine under -race refused one frame of 200,
+	// as C says it should; this is not the test of that.) A loop whose
+	// core is taken by another process looks busy, and its frames wait:
+	// with two CPU hogs beside it, one run in about 150 refused one frame
+	// of the 200. So a run with refusals is tried once more, and the
+	// second must serve every request.
+	var fast result
+	var capFast, svcFast time.Duration
+	for try := 1; try <= 2; try++ {
+		fast = drive(1, 200, false)
+		capFast, svcFast = caps()
+		t.Logf("fast (try %d): served %d refused %d %v; cap %v service %v", try, fast.served, fast.refused, fast.reasons, capFast, svcFast)
+		if fast.refused == 0 {
+			break
+		}
+	}
 	if fast.refused != 0 || fast.served != 200 {
 		t.Fatalf("closed loop at 100 µs: served %d refused %d %v, want every request served", fast.served, fast.refused, fast.reasons)
 	}
