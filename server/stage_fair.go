@@ -35,7 +35,11 @@ import (
 // up, its remainder goes to whichever tenant sends most (2 ms of work, ten
 // tenants: 43 frames in 100 ms, a share of 5, the heavy tenant's share
 // 1.14-1.16). Such a window is stretched to a whole number of 100 ms
-// (at most fairMaxWindowNanos) that gives about fairMinShare.
+// (at most fairMaxWindowNanos) that gives about fairMinShare. A window
+// that admitted fewer than fairMinShare frames in all is too thin to
+// judge: it goes on with no limit until it has (at most
+// fairMaxWindowNanos), so that a stall does not set a share of a frame or
+// two for a stretched window.
 const (
 	fairSlots          = 256 // power of two
 	fairWindowNanos    = int64(100 * time.Millisecond)
@@ -70,7 +74,9 @@ func fairSlot(key []byte) int {
 }
 
 // roll starts a new window at now when the current one is over, setting
-// the share from the window that ended.
+// the share from the window that ended, or, when that window admitted
+// fewer than fairMinShare frames, lets it go on for another
+// fairWindowNanos with no limit.
 func (f *fairShare) roll(now int64) {
 	if now < f.until {
 		return
@@ -79,6 +85,19 @@ func (f *fairShare) roll(now int64) {
 	win := fairWindowNanos
 	if f.until != 0 {
 		span := now - f.start
+		if f.total < fairMinShare && span < fairMaxWindowNanos {
+			// too thin to judge: the window goes on, with no limit,
+			// until it has admitted fairMinShare frames (at most
+			// fairMaxWindowNanos). A share taken from a few admissions
+			// (a stall, a core taken by another process) is coarse and
+			// stretched the next window up to 2 s, and a light tenant
+			// refused in it was told to come back at its end: with six
+			// CPU hogs beside TestHammerCannotStarve, each client was
+			// refused once with a retry-after of 1.3-2.0 s and served
+			// 1-2 frames in the 1.5 s run.
+			f.full, f.until = 0, now+fairWindowNanos
+			return
+		}
 		c := f.capacity(span)
 		f.level = waterLevel(f.offered[:], c, f.sorted[:0])
 		if f.level > 0 && int64(f.level)*fairWindowNanos < fairMinShare*span {

@@ -160,9 +160,68 @@ func TestFairShareWorkConserving(t *testing.T) {
 	if got := window(40, 16, 40, 0); got != 16 || f.until-f.start != 4*fairWindowNanos {
 		t.Errorf("share %d over %v, want 16 over 400 ms again", got, time.Duration(f.until-f.start))
 	}
-	// at most fairMaxWindowNanos: 1 each in 400 ms would need 6.4 s
-	if got := window(40, 1, 40, 0); got != 5 || f.until-f.start != fairMaxWindowNanos {
-		t.Errorf("share %d over %v, want 5 over %v", got, time.Duration(f.until-f.start), time.Duration(fairMaxWindowNanos))
+	// at most fairMaxWindowNanos: 2 each in 400 ms would need 3.2 s (with
+	// 1 each, 10 admitted, the window is too thin to judge: see
+	// TestFairShareThinWindow)
+	if got := window(40, 2, 40, 0); got != 10 || f.until-f.start != fairMaxWindowNanos {
+		t.Errorf("share %d over %v, want 10 over %v", got, time.Duration(f.until-f.start), time.Duration(fairMaxWindowNanos))
+	}
+}
+
+// TestFairShareThinWindow: a window that admitted fewer than fairMinShare
+// frames sets no share; it goes on with no limit, 100 ms at a time, until
+// it has admitted that many or lasted fairMaxWindowNanos, and is judged
+// then as one window.
+func TestFairShareThinWindow(t *testing.T) {
+	var f fairShare
+	slots := make([]int, 10)
+	for i := range slots {
+		slots[i] = fairSlot([]byte(fmt.Sprintf("tenant-%d", i)))
+	}
+	offer := func(n, k int) { // each tenant offers n frames, k are admitted
+		for _, s := range slots {
+			for i := 0; i < n; i++ {
+				if !f.over(s) && i < k {
+					f.admit(s)
+				}
+			}
+		}
+	}
+	f.roll(1)
+	offer(100, 40)
+	f.roll(f.until)
+	if f.level != 40 {
+		t.Fatalf("share %d after a full window, want 40", f.level)
+	}
+	start := f.start
+	offer(5, 1) // 10 admitted: too thin
+	end := f.until
+	f.roll(end)
+	if f.level != 0 || f.limited != 0 || f.start != start || f.until != end+fairWindowNanos || f.total != 10 {
+		t.Fatalf("after a thin window: share %d, %d limited, start %d (want %d), until %d (want %d), total %d (want 10 kept)",
+			f.level, f.limited, f.start, start, f.until, end+fairWindowNanos, f.total)
+	}
+	for _, s := range slots { // no limit while it goes on
+		if f.over(s) {
+			t.Fatalf("a tenant limited in the window's extension")
+		}
+	}
+	offer(5, 1) // 20 admitted over 200 ms (with the frames over() just counted): judged
+	f.roll(f.until)
+	if f.level == 0 || f.start == start {
+		t.Fatalf("share %d, window from %d: want a share from the 200 ms window", f.level, f.start)
+	}
+	// a loop that stays thin is judged after fairMaxWindowNanos anyway
+	start = f.start
+	for f.start == start {
+		offer(1, 0)
+		f.roll(f.until)
+		if f.until-start > 2*fairMaxWindowNanos {
+			t.Fatalf("a thin window went on past %v", time.Duration(fairMaxWindowNanos))
+		}
+	}
+	if span := f.start - start; span < fairMaxWindowNanos {
+		t.Errorf("thin window judged after %v, want %v", time.Duration(span), time.Duration(fairMaxWindowNanos))
 	}
 }
 
