@@ -66,7 +66,7 @@ type stage struct {
 	slowReads  bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
 	longPark   bool  // auto, the long hold, no Classify: a deferred read may wait for its connection's held refusals (deferRead)
 	perConn    bool  // connections carry connStage state
-	poolShares bool  // the worker pool shares what it serves by tenant (poolSlot): no tenant quota, no loop shares
+	poolShares bool  // the worker pool shares what it serves by tenant (poolSlot): it keeps shares (derived target), no tenant quota, no loop shares
 	auto       bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
 	timed      bool  // auto with inline handlers: time each handler call (afterFrame)
 
@@ -179,7 +179,7 @@ func newStage(l *loop, sc stageConfig) *stage {
 			s.fair = &fairShare{}
 		}
 	}
-	s.poolShares = s.fair == nil && p.Admitter.Tenants() == nil
+	s.poolShares = s.fair == nil && p.Admitter.Tenants() == nil && l.e.pool != nil && l.e.pool.fair != nil
 	s.keyBuf = make([]byte, 0, maxTenantKeyBytes)
 	return s
 }
