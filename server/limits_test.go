@@ -13,14 +13,14 @@ import (
 
 // TestNonReadingPeer: a peer that sends but never reads. Its out-queue
 // stays within its budget, it is closed by the write-stall timeout, and
-// another connection's echo latency stays low meanwhile.
+// another connection is served meanwhile, never held up to that timeout.
 func TestNonReadingPeer(t *testing.T) {
-	const budget = 64 << 10
+	const budget, stall = 64 << 10, 2 * time.Second
 	// The replies to one read must fit above the high watermark (budget/2):
 	// with the default 64 KiB read budget one read could queue past the
 	// budget and close the peer with ErrQueueFull before it stalls (seen
 	// once in a loaded make test run, on the io_uring backend).
-	cfg := Config{Loops: 1, OutQueueBytes: budget, ReadBudgetBytes: 16 << 10, WriteStallTimeout: 400 * time.Millisecond,
+	cfg := Config{Loops: 1, OutQueueBytes: budget, ReadBudgetBytes: 16 << 10, WriteStallTimeout: stall,
 		IdleTimeout: -1, FrameTimeout: -1}
 	h := newTestHandler()
 	e := start(t, cfg, h)
@@ -94,8 +94,11 @@ func TestNonReadingPeer(t *testing.T) {
 	if q := maxQueued.Load(); q > budget {
 		t.Errorf("queued bytes reached %d, budget %d", q, budget)
 	}
-	if worst > time.Second { // generous: this is a fairness check, not a performance target
-		t.Errorf("good connection's worst echo latency %v while a peer flooded", worst)
+	// a loop held by the flooding peer would keep the good connection
+	// waiting until it was closed: the bound is the test's write-stall
+	// timeout, not a machine's speed
+	if worst >= stall {
+		t.Errorf("good connection's worst echo latency %v while a peer flooded, the write-stall timeout %v", worst, stall)
 	}
 	waitStats(t, e, "a pause and one write stall", func(s Stats) bool {
 		return s.Pauses > 0 && s.Closed[CauseWriteStall] == 1

@@ -229,3 +229,13 @@ func waitStats(t testing.TB, e *Engine, what string, cond func(Stats) bool) Stat
 	}
 	return s
 }
+
+// busyFor keeps the calling goroutine busy for d of wall time: a handler
+// that holds its loop at least that long on any machine. The tests use it
+// where the point is the loop's time (queueing delay, caps, refusals), so
+// a faster CPU cannot shorten it; internal/spin, a fixed amount of CPU
+// work, is for comparing servers, which must do the same work.
+func busyFor(d time.Duration) {
+	for t0 := time.Now(); time.Since(t0) < d; {
+	}
+}

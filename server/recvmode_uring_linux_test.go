@@ -441,7 +441,7 @@ func FuzzRecvModeCompletions(f *testing.F) {
 func TestRecvModeEarlySubmit(t *testing.T) {
 	requireURing(t)
 	h := HandlerFuncs{Frame: func(c *Conn, frame []byte) Action {
-		spin(300 * time.Microsecond)
+		busyFor(300 * time.Microsecond)
 		if err := c.WriteFrame(frame); err != nil {
 			t.Error(err)
 		}
@@ -482,11 +482,11 @@ func TestRecvModeEarlySubmit(t *testing.T) {
 type spinPool struct{ d, after time.Duration }
 
 func (h spinPool) ServeFrame(_ context.Context, c *Conn, frame []byte) Action {
-	spin(h.d)
+	busyFor(h.d)
 	if err := c.WriteFrame(frame); err != nil {
 		c.CloseWithError(err)
 	}
-	spin(h.after)
+	busyFor(h.after)
 	return None
 }
 
