@@ -1,24 +1,33 @@
 package loadcmd
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
-	"image/color"
+	"html"
 	"io"
 	"math"
 	"os"
+	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/sluicenet/sluice/bench"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // maxNines is how far right the percentile axis goes: 99.999% (five nines).
 const maxNines = 5
+
+// pointsPerNine is how many points of the line each nine of the x axis has.
+const pointsPerNine = 20
+
+// The chart's size and the plot area's margins, in SVG user units (pixels).
+const (
+	chartW, chartH                         = 640, 400
+	marginL, marginR, marginTop, marginBot = 70, 20, 40, 50
+)
+
+// ninesLabels label the x axis at every whole number of nines.
+var ninesLabels = [maxNines + 1]string{"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"}
 
 // errNoHistogram reports a result without the encoded histogram a chart
 // needs.
@@ -38,9 +47,8 @@ func writeChartFile(path string, res *bench.LoadResult) error {
 }
 
 // WriteLatencyChart writes res's latency by percentile as an SVG: the HDR
-// histogram's value at each percentile, on an axis of nines (0%, 90%, 99%,
-// ... 99.999%), as HdrHistogram's plotter draws it, with the run's shape in
-// the title.
+// histogram's value at each percentile (y, µs from 0), on a log axis of
+// nines (x: 0%, 90%, 99%, ... 99.999%), with the run's shape in the title.
 func WriteLatencyChart(w io.Writer, res *bench.LoadResult) error {
 	if res.HistogramV2 == "" {
 		return errNoHistogram
@@ -52,48 +60,73 @@ func WriteLatencyChart(w io.Writer, res *bench.LoadResult) error {
 	if h.TotalCount() == 0 {
 		return errNoHistogram
 	}
-	pts := make(plotter.XYs, 0, maxNines*20+1)
-	for i := 0; i <= maxNines*20; i++ {
-		x := float64(i) / 20 // nines: p = 1 - 10^-x
-		p := 100 * (1 - math.Pow(10, -x))
-		pts = append(pts, plotter.XY{X: x, Y: float64(h.ValueAtPercentile(p)) / 1e3})
+	ys := make([]float64, 0, maxNines*pointsPerNine+1)
+	for i := 0; i <= maxNines*pointsPerNine; i++ {
+		x := float64(i) / pointsPerNine // nines: p = 1 - 10^-x
+		ys = append(ys, float64(h.ValueAtPercentile(100*(1-math.Pow(10, -x))))/1e3)
 	}
-	p := plot.New()
 	cfg := &res.Config
-	p.Title.Text = fmt.Sprintf("%s loop, %s, %d conns × %d in flight × %s B: %.0f msg/s",
+	title := fmt.Sprintf("%s loop, %s, %d conns × %d in flight × %s B: %.0f msg/s",
 		res.Mode, cfg.Codec, cfg.Conns, cfg.InFlight, cfg.Size, res.MsgsPerSec)
-	p.X.Label.Text = "percentile"
-	p.Y.Label.Text = "latency (µs)"
-	p.X.Tick.Marker = ninesTicks{}
-	p.Add(plotter.NewGrid())
-	line, err := plotter.NewLine(pts)
-	if err != nil {
-		return err
-	}
-	line.Color = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	line.Width = vg.Points(1.5)
-	p.Add(line)
-	p.Y.Min = 0
-	img := vgsvg.New(vg.Points(640), vg.Points(400))
-	dc := draw.New(img)
-	dc.SetColor(color.White) // viewers with dark themes
-	dc.Fill(dc.Rectangle.Path())
-	p.Draw(dc)
-	_, err = img.WriteTo(w)
-	return err
+	return writeSVG(w, title, ys)
 }
 
-// ninesTicks labels the nines axis: 0%, 90%, 99%, 99.9%, ...
-type ninesTicks struct{}
-
-// Ticks returns a labelled tick at every whole number of nines.
-func (ninesTicks) Ticks(lo, hi float64) []plot.Tick {
-	labels := []string{"0%", "90%", "99%", "99.9%", "99.99%", "99.999%"}
-	var ticks []plot.Tick
-	for i, l := range labels {
-		if x := float64(i); x >= lo && x <= hi {
-			ticks = append(ticks, plot.Tick{Value: x, Label: l})
-		}
+// writeSVG draws ys (µs, evenly spaced from 0 to maxNines nines) as a line
+// under title, with a grid, the nines on x and latency from 0 on y.
+func writeSVG(w io.Writer, title string, ys []float64) error {
+	top := 0.0
+	for _, y := range ys {
+		top = max(top, y)
 	}
-	return ticks
+	step, yMax := yTicks(top)
+	plotW, plotH := float64(chartW-marginL-marginR), float64(chartH-marginTop-marginBot)
+	px := func(nines float64) float64 { return marginL + nines/maxNines*plotW }
+	py := func(us float64) float64 { return marginTop + plotH*(1-us/yMax) }
+
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, chartH, chartW, chartH)
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", chartW, chartH) // viewers with dark themes
+	fmt.Fprintf(b, `<text x="%d" y="24" text-anchor="middle" font-size="14">%s</text>`+"\n", chartW/2, html.EscapeString(title))
+	for i, label := range ninesLabels {
+		x := px(float64(i))
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, marginTop, x, marginTop+plotH)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, marginTop+plotH+16, label)
+	}
+	for i := 0; i <= int(math.Round(yMax/step)); i++ {
+		v := float64(i) * step
+		y := py(v)
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", marginL, y, marginL+plotW, y)
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", marginL-6, y+4, strconv.FormatFloat(v, 'g', 6, 64))
+	}
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" fill="none" stroke="black"/>`+"\n", marginL, marginTop, plotW, plotH)
+	fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">percentile</text>`+"\n", marginL+plotW/2, chartH-10)
+	fmt.Fprintf(b, `<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">latency (µs)</text>`+"\n", marginTop+plotH/2, marginTop+plotH/2)
+	b.WriteString(`<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="`)
+	for i, y := range ys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(b, "%.2f,%.2f", px(float64(i)*maxNines/float64(len(ys)-1)), py(y))
+	}
+	b.WriteString("\"/>\n</svg>\n")
+	return b.Flush()
+}
+
+// yTicks returns the spacing of the y axis's ticks for values up to top (a
+// 1, 2 or 5 times a power of ten, about five ticks) and the axis's end, the
+// first tick at or above top.
+func yTicks(top float64) (step, end float64) {
+	if top <= 0 {
+		return 1, 1
+	}
+	raw := top / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step = mag
+	for _, m := range []float64{2, 5, 10} {
+		if step >= raw {
+			break
+		}
+		step = m * mag
+	}
+	return step, math.Ceil(top/step) * step
 }

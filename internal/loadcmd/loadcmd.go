@@ -1,11 +1,12 @@
 // Package loadcmd is the load generator's command line, shared by
-// cmd/sluiceload and cmd/bench load: the flags, the progress line, the
-// human-readable or JSON result and the SVG latency chart.
+// cmd/sluiceload and the lab's cmd/bench load (lab/cmd/bench): the flags,
+// the progress line, the human-readable or JSON result and the SVG latency
+// chart, which it draws itself (standard library only).
 //
 // loadcmd owns flag parsing, printing and the chart; the load itself is
-// package bench's. It refuses to own the comparison lab (internal/lab),
-// which runs this command as its generator process and reads its -json
-// output.
+// package bench's. It refuses to own the comparison lab (the separate module
+// in lab/), which runs this command as its generator process and reads its
+// -json output.
 //
 // Usage:
 //
