@@ -36,7 +36,7 @@
 // its own code so that it does not share what it verifies), flag parsing
 // (cmd/sluiceload, cmd/bench) and the comparison lab: the runner that sets
 // sluice beside gnet, net and the C floor servers, its peers, reports and
-// charts live in internal/lab and are reached through cmd/bench.
+// charts live in the lab module (lab/) and are reached through its cmd/bench.
 //
 // Linux only: the generator uses epoll and reads /proc. Elsewhere Load
 // returns ErrUnsupported.
