@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -88,7 +89,7 @@ func TestRejectFlushDelay(t *testing.T) {
 // hold. A peer that waited for it (the hold ended with one refusal, or
 // nothing was read from it in the hold's second half) gets the short hold
 // afterwards; a peer that kept sending keeps the long one; a peer refused
-// rejectBatchMsgs times within it gets its refusals at once, and the long
+// shed.RejectBatch times within it gets its refusals at once, and the long
 // hold again for the next.
 func TestRejectHoldProbe(t *testing.T) {
 	const short, long = 100 * time.Millisecond, 800 * time.Millisecond
@@ -162,10 +163,10 @@ func TestRejectHoldProbe(t *testing.T) {
 		c := dialLine(t, engine(t).Addr().String(), nil)
 		served(t, c)
 		var batch strings.Builder
-		for i := 0; i < rejectBatchMsgs; i++ {
+		for i := 0; i < shed.RejectBatch; i++ {
 			fmt.Fprintf(&batch, "a%d\n", i+2)
 		}
-		if d := refusals(t, c, rejectBatchMsgs, batch.String()); d >= long/2 {
+		if d := refusals(t, c, shed.RejectBatch, batch.String()); d >= long/2 {
 			t.Errorf("a batch of refusals after %v, want at once, not after the long hold %v", d, long)
 		}
 		within(t, "the next", refusals(t, c, 1, "a99\n"), long)
@@ -469,7 +470,7 @@ func TestRejectZeroAllocs(t *testing.T) {
 }
 
 // TestLongParksDueFirst: an idle loop judged overloaded, with only long
-// parks on the slow list, reads the autoIdleParkReads of them due first
+// parks on the slow list, reads the shed.IdleParkReads of them due first
 // (longParksDueFirst gives the due time of the last of those); one not
 // judged overloaded sleeps until they are due.
 func TestLongParksDueFirst(t *testing.T) {
@@ -491,18 +492,18 @@ func TestLongParksDueFirst(t *testing.T) {
 	if s.slowLong != 12 || s.slowEarly != 0 {
 		t.Fatalf("slowLong %d slowEarly %d, want 12 and 0", s.slowLong, s.slowEarly)
 	}
-	if got := s.longParksDueFirst(); got != autoIdleParkReads*ms {
-		t.Errorf("the %d due first end at %v, want %v", autoIdleParkReads, time.Duration(got), time.Duration(autoIdleParkReads*ms))
+	if got := s.longParksDueFirst(); got != shed.IdleParkReads*ms {
+		t.Errorf("the %d due first end at %v, want %v", shed.IdleParkReads, time.Duration(got), time.Duration(shed.IdleParkReads*ms))
 	}
-	s.hot = false
+	s.busy.Set(false)
 	if s.beforeSleep() {
 		t.Error("a loop not judged overloaded reads long parks early")
 	}
-	s.hot = true
+	s.busy.Set(true)
 	if !s.beforeSleep() || !s.slowFirst || s.slowNow {
 		t.Errorf("overloaded, only long parks: beforeSleep must read the ones due first (slowFirst %v slowNow %v)", s.slowFirst, s.slowNow)
 	}
-	// fewer than autoIdleParkReads: all of them
+	// fewer than shed.IdleParkReads: all of them
 	s.slow, s.slowLong, s.slowDue = nil, 0, 0
 	for _, i := range []int64{3, 1, 2} {
 		s.park(&Conn{adm: &connStage{flags: sLongPark}}, i*ms, false)
@@ -535,14 +536,14 @@ func TestDeferKeepsEdgeBound(t *testing.T) {
 		ms := int64(time.Millisecond)
 		now := e.clock()
 		l.now = now
-		s.hot = true // overloaded: reads are deferred past C
+		s.busy.Set(true) // overloaded: reads are deferred past C
 		// c's last draining read was 200 ms ago; this turn's events report
 		// it, and the previous wait returned 5 ms ago (the loop was busy
 		// since).
 		c := &Conn{loop: l, adm: &connStage{drainedAt: now - 200*ms, flags: sFresh}}
 		s.evBound = now - 5*ms
 		if s.beforeRead(c, true) || c.adm.flags&sSlow == 0 {
-			t.Fatalf("classes %v: a connection whose bytes may be %v old (C %v) was not deferred", classes, 5*time.Millisecond, time.Duration(s.capShort))
+			t.Fatalf("classes %v: a connection whose bytes may be %v old (C %v) was not deferred", classes, 5*time.Millisecond, time.Duration(s.caps.Short()))
 		}
 		want := now - 5*ms
 		if !classes {
@@ -555,7 +556,7 @@ func TestDeferKeepsEdgeBound(t *testing.T) {
 		if !classes {
 			continue
 		}
-		if age, limit := now+s.rejDelay-s.arrivalBound(c, false), s.capLong; age > limit {
+		if age, limit := now+s.rejDelay-s.arrivalBound(c, false), s.caps.Long(); age > limit {
 			t.Errorf("read off the slow list, a critical frame is %v old, past L %v", time.Duration(age), time.Duration(limit))
 		}
 	}

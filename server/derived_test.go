@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -35,7 +36,7 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		return newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{Interval: 10 * time.Millisecond}})
 	}
 	s := newLoopStage(AdmissionPolicy{Admitter: codel()})
-	if !s.auto || !s.timed || s.rejDelay != autoRejectFlushNanos || !s.slowReads {
+	if !s.auto || !s.timed || s.rejDelay != shed.DerivedRejectFlush || !s.slowReads {
 		t.Fatalf("derived stage: auto %v timed %v rejDelay %v slowReads %v", s.auto, s.timed, s.rejDelay, s.slowReads)
 	}
 	if !s.longPark {
@@ -44,10 +45,10 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	if newLoopStage(AdmissionPolicy{Admitter: codel(), Classify: func(*Conn, []byte, *admission.Frame) {}}).longPark {
 		t.Fatal("derived stage with Classify: long parks, which would hold critical frames past L")
 	}
-	if s.lazy[0].hold != autoRejectFlushNanos || s.lazy[1].hold != autoRejectHoldNanos {
+	if s.lazy[0].hold != shed.DerivedRejectFlush || s.lazy[1].hold != shed.LongHold {
 		t.Fatalf("derived stage: refusals held %v or %v, want %v and %v",
 			time.Duration(s.lazy[0].hold), time.Duration(s.lazy[1].hold),
-			time.Duration(autoRejectFlushNanos), time.Duration(autoRejectHoldNanos))
+			time.Duration(shed.DerivedRejectFlush), time.Duration(shed.LongHold))
 	}
 	ms := int64(time.Millisecond)
 	check := func(p admission.Priority, want int64, wantReason admission.Reason) {
@@ -57,29 +58,28 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		}
 	}
 	// No measurement yet: C is the floor, L = C + 2 × 10 ms.
-	if s.capShort != autoMinCapNanos || s.capLong != autoMinCapNanos+20*ms || s.overloaded() {
-		t.Fatalf("initial caps C %v L %v overloaded %v", time.Duration(s.capShort), time.Duration(s.capLong), s.overloaded())
+	if s.caps.Short() != shed.LoopMinCap || s.caps.Long() != shed.LoopMinCap+20*ms || s.overloaded() {
+		t.Fatalf("initial caps C %v L %v overloaded %v", time.Duration(s.caps.Short()), time.Duration(s.caps.Long()), s.overloaded())
 	}
-	check(admission.PriorityNormal, autoMinCapNanos+20*ms, admission.ReasonQueue)
+	check(admission.PriorityNormal, shed.LoopMinCap+20*ms, admission.ReasonQueue)
 	// Handlers now take 2 ms: C follows to 2 × 2 ms, L to 8 × C.
 	for i := 0; i < 200; i++ {
 		s.admitAt = s.l.e.clock() - 2*ms
 		s.afterFrame()
 	}
-	if c := s.capShort; c < autoCapPerService*2*ms*7/8 || c > autoCapPerService*2*ms*9/8 || s.capLong != autoLongCapFactor*c {
-		t.Fatalf("after 2 ms handlers: C %v L %v", time.Duration(c), time.Duration(s.capLong))
+	if c := s.caps.Short(); c < shed.CapPerService*2*ms*7/8 || c > shed.CapPerService*2*ms*9/8 || s.caps.Long() != shed.LongCapFactor*c {
+		t.Fatalf("after 2 ms handlers: C %v L %v", time.Duration(c), time.Duration(s.caps.Long()))
 	}
 	// A window in which the loop never slept: a standing queue. Then one
 	// in which it slept half the time: not overloaded any more.
 	l0 := s.l
-	l0.now = l0.e.clock()
-	s.winEnd = l0.now
+	l0.now = s.busy.WindowEnd()
 	l0.pace.slept = false
 	s.noteIdle()
 	if !s.overloaded() {
 		t.Fatal("a window without sleep not judged overloaded")
 	}
-	c, l := s.capShort, s.capLong
+	c, l := s.caps.Short(), s.caps.Long()
 	check(admission.PriorityCritical, l, admission.ReasonCoDel)
 	check(admission.PriorityNormal, c, admission.ReasonCoDel)
 	check(admission.PriorityBestEffort, c/2, admission.ReasonCoDel)
@@ -87,8 +87,8 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	// keeps an overloaded loop overloaded; it would not have made a loop
 	// that was not overloaded so (below).
 	asleep := func(frac int64) {
-		l0.now = s.winEnd
-		l0.pace.slept, l0.pace.turnEnd = true, l0.now-(autoBusyNanos*frac/100)
+		l0.now = s.busy.WindowEnd()
+		l0.pace.slept, l0.pace.turnEnd = true, l0.now-(shed.BusyWindow*frac/100)
 		s.noteIdle()
 	}
 	asleep(10)
@@ -131,8 +131,8 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		s.admitAt = s.l.e.clock()
 		s.afterFrame()
 	}
-	if s.capShort != autoMinCapNanos {
-		t.Fatalf("after fast handlers C %v, want the floor", time.Duration(s.capShort))
+	if s.caps.Short() != shed.LoopMinCap {
+		t.Fatalf("after fast handlers C %v, want the floor", time.Duration(s.caps.Short()))
 	}
 
 	fixed := newLoopStage(AdmissionPolicy{Admitter: codel(), MaxQueueDelay: 3 * time.Millisecond})
@@ -274,8 +274,8 @@ func TestDerivedCapFollowsSlowdown(t *testing.T) {
 	if fast.refused != 0 || fast.served != 200 {
 		t.Fatalf("closed loop at 100 µs: served %d refused %d %v, want every request served", fast.served, fast.refused, fast.reasons)
 	}
-	if svcFast <= 0 || capFast != min(max(autoCapPerService*svcFast, time.Duration(autoMinCapNanos)), time.Second) {
-		t.Fatalf("cap %v for service time %v, want %d× it in [%v, 1s]", capFast, svcFast, autoCapPerService, time.Duration(autoMinCapNanos))
+	if svcFast <= 0 || capFast != min(max(shed.CapPerService*svcFast, time.Duration(shed.LoopMinCap)), time.Second) {
+		t.Fatalf("cap %v for service time %v, want %d× it in [%v, 1s]", capFast, svcFast, shed.CapPerService, time.Duration(shed.LoopMinCap))
 	}
 
 	work.Store(int64(10 * time.Millisecond))
@@ -294,7 +294,7 @@ func TestDerivedCapFollowsSlowdown(t *testing.T) {
 	if slow.servedFirst > 100 { // a second of the slow handler's work
 		t.Errorf("%d frames served before the first refusal after the slowdown, want the burst shed within 100", slow.servedFirst)
 	}
-	if svcSlow < 2*time.Millisecond || capSlow < autoCapPerService*svcSlow*9/10 {
+	if svcSlow < 2*time.Millisecond || capSlow < shed.CapPerService*svcSlow*9/10 {
 		t.Errorf("after the slowdown: service %v cap %v, want the cap to follow a service time of several ms", svcSlow, capSlow)
 	}
 
@@ -524,19 +524,19 @@ func TestPoolDerivedCoDel(t *testing.T) {
 	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{},
 		Pool: PoolConfig{Handler: &poolHandler{}, Workers: 1, QueueLen: 512, Unordered: true, // one connection fills the queue
 			CoDel: &admission.CoDelConfig{Interval: 20 * time.Millisecond}}}, newTestHandler())
-	if c, _ := e.pool.derived(); c != time.Duration(autoPoolMinCapNanos) {
+	if c, _ := e.pool.derived(); c != time.Duration(shed.PoolMinCap) {
 		t.Fatalf("cap before any measurement %v, want the floor", c)
 	}
 	c := dial(t, e)
 	c.SetDeadline(time.Now().Add(20 * time.Second))
-	served, shed := poolBurst(t, c)
+	served, refused := poolBurst(t, c)
 	a := e.Stats().Admission
-	t.Logf("served %d, shed %d; cap %v, service %v", served, shed, a.QueueDelayCap, a.ServiceTime)
-	if shed == 0 || served == 0 {
-		t.Errorf("served %d, shed %d: want both", served, shed)
+	t.Logf("served %d, shed %d; cap %v, service %v", served, refused, a.QueueDelayCap, a.ServiceTime)
+	if refused == 0 || served == 0 {
+		t.Errorf("served %d, shed %d: want both", served, refused)
 	}
-	if a.ServiceTime < 5*time.Millisecond || a.QueueDelayCap < autoCapPerService*a.ServiceTime*9/10 || a.QueueDelayCap > autoCapPerService*a.ServiceTime*11/10+time.Millisecond {
-		t.Errorf("service %v, cap %v: want about 10 ms and %d× it", a.ServiceTime, a.QueueDelayCap, autoCapPerService)
+	if a.ServiceTime < 5*time.Millisecond || a.QueueDelayCap < shed.CapPerService*a.ServiceTime*9/10 || a.QueueDelayCap > shed.CapPerService*a.ServiceTime*11/10+time.Millisecond {
+		t.Errorf("service %v, cap %v: want about 10 ms and %d× it", a.ServiceTime, a.QueueDelayCap, shed.CapPerService)
 	}
 }
 

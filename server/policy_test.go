@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -1036,7 +1037,7 @@ func TestPoolLongCap(t *testing.T) {
 		}
 		p, now := barePool(t, cd)
 		if derived { // as after serving frames of 100 µs: C at the floor (0.7 ms), long cap 8·C
-			p.svcNanos = int64(100 * time.Microsecond)
+			p.caps.Observe(int64(100 * time.Microsecond))
 			p.deriveLocked()
 		}
 		ms := int64(time.Millisecond)
@@ -1085,14 +1086,14 @@ func TestPoolPredictedWait(t *testing.T) {
 	}
 	// Frames of S = C/5, C at the floor: with one worker a frame's time in
 	// the pool is (n+1)·S + S behind n queued frames and one in service.
-	svc := autoPoolMinCapNanos / 5
-	p.svcNanos = svc
+	svc := shed.PoolMinCap / 5
+	p.caps.Observe(svc)
 	p.deriveLocked()
-	if c := int64(p.shedAfter()); c != autoPoolMinCapNanos {
-		t.Fatalf("C %v for S %v, want the floor %v", time.Duration(c), time.Duration(svc), time.Duration(autoPoolMinCapNanos))
+	if c := int64(p.shedAfter()); c != shed.PoolMinCap {
+		t.Fatalf("C %v for S %v, want the floor %v", time.Duration(c), time.Duration(svc), time.Duration(shed.PoolMinCap))
 	}
 	for n := int64(0); n <= 6; n++ {
-		want := n > 0 && (n+1)*svc+svc > autoPoolMinCapNanos // in the pool against C: from n = 4 on
+		want := n > 0 && (n+1)*svc+svc > shed.PoolMinCap // in the pool against C: from n = 4 on
 		if got := p.predictedLong(admission.PriorityNormal); got != want {
 			t.Errorf("%d queued of C/5, one worker: predictedLong %v, want %v", n, got, want)
 		}
@@ -1107,12 +1108,12 @@ func TestPoolPredictedWait(t *testing.T) {
 		t.Errorf("8 queued of C/5 over 2 workers (0.9·C of wait, 1.1·C in the pool) not predicted past C")
 	}
 	// A frame held on its loop past C yields to a newer one (heldLong).
-	lo, hi := autoPoolMinCapNanos*14/15, autoPoolMinCapNanos*16/15
+	lo, hi := shed.PoolMinCap*14/15, shed.PoolMinCap*16/15
 	if p.heldLong(lo) || !p.heldLong(hi) {
-		t.Errorf("heldLong at %v %v, at %v %v; want false, true (C = %v)", time.Duration(lo), p.heldLong(lo), time.Duration(hi), p.heldLong(hi), time.Duration(autoPoolMinCapNanos))
+		t.Errorf("heldLong at %v %v, at %v %v; want false, true (C = %v)", time.Duration(lo), p.heldLong(lo), time.Duration(hi), p.heldLong(hi), time.Duration(shed.PoolMinCap))
 	}
 	fixed, _ := barePool(t, &admission.CoDelConfig{Target: 750 * time.Microsecond, Interval: 100 * time.Millisecond})
-	fixed.svcNanos = int64(time.Millisecond)
+	fixed.caps.Observe(int64(time.Millisecond))
 	queueTasks(fixed, poolTask{fd: 1}, poolTask{fd: 2}, poolTask{fd: 3})
 	if fixed.predictedLong(admission.PriorityNormal) || fixed.heldLong(int64(time.Second)) {
 		t.Error("a fixed target predicted a long wait, or judged a held frame")
@@ -1136,9 +1137,9 @@ func TestPoolRejectFlushDelay(t *testing.T) {
 		t.Cleanup(e.pool.cancel)
 		return e.loops[0].stage
 	}
-	if s := stageOf(&admission.CoDelConfig{}, 0); s.rejDelay != autoRejectFlushNanos || !s.perConn {
+	if s := stageOf(&admission.CoDelConfig{}, 0); s.rejDelay != shed.DerivedRejectFlush || !s.perConn {
 		t.Errorf("derived pool target: rejDelay %v perConn %v, want %v and per-connection state",
-			time.Duration(s.rejDelay), s.perConn, time.Duration(autoRejectFlushNanos))
+			time.Duration(s.rejDelay), s.perConn, time.Duration(shed.DerivedRejectFlush))
 	}
 	if s := stageOf(&admission.CoDelConfig{}, 30*time.Millisecond); s.rejDelay != int64(30*time.Millisecond) ||
 		s.lazy[0].hold != s.rejDelay || s.lazy[1].hold != s.rejDelay {
@@ -1165,7 +1166,7 @@ func TestPoolPriorities(t *testing.T) {
 	derivedPool := func() (*pool, int64) {
 		p, _ := barePool(t, &admission.CoDelConfig{Interval: 10 * time.Millisecond})
 		p.cfg.Workers = 1
-		p.svcNanos = autoPoolMinCapNanos / 5 // C at its floor, the long cap 8·C
+		p.caps.Observe(shed.PoolMinCap / 5) // C at its floor, the long cap 8·C
 		p.deriveLocked()
 		return p, p.e.clock()
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 	"github.com/sluicenet/sluice/ioflush"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/valyala/bytebufferpool"
@@ -102,11 +103,11 @@ type pool struct {
 	cond     sync.Cond
 	rings    [admission.NumPriorities]poolRing // by priority; a ring's slice is made with its first frame
 	n        int                               // frames queued in all the rings
-	fair     *fairShare                        // auto: tenants' shares of the frames served (see submit)
+	fair     *shed.Fair                        // auto: tenants' shares of the frames served (see submit)
 	codel    *admission.CoDel
 	auto     bool         // CoDel's target is derived from the service time (CoDelConfig.Target zero)
 	capC     atomic.Int64 // auto: C, twice CoDel's derived target, for the loops to read without p.mu (heldLong)
-	svcNanos int64        // auto: average handler time per served frame (EWMA)
+	caps     shed.Caps    // auto: the workers' service time per frame and the caps derived from it
 	running  atomic.Int64 // tasks a worker is serving; written under mu, read without it by starved
 	draining bool
 	closed   bool
@@ -133,8 +134,9 @@ func newPool(e *Engine) (*pool, error) {
 		p.codel = cd
 		if cfg.CoDel.Target == 0 {
 			p.auto = true
+			p.caps = shed.NewCaps(shed.PoolMinCap, 0)
 			p.deriveLocked()
-			p.fair = &fairShare{}
+			p.fair = &shed.Fair{}
 		}
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -155,15 +157,11 @@ func (p *pool) start() {
 // A frame with a tenant (slot, see stage.poolSlot) is counted as offered
 // by its tenant, and with a derived target refused with reason fair once
 // its tenant had its share of a window's frames served, paced over the
-// window (fairShare.overPaced; the workers' sleep counts as the loop's):
-// the pool is where frames wait when the work runs on it, and without
-// shares first come, first served gave a tenant sending 10x each of nine
-// others 4.4-4.6 equal shares (200 µs of work, 5x). Unpaced, the heavy
-// tenant spent its share early in each window and took the queue's place
-// from light ones (TestPoolFairShare: 2.0-2.3 of a light tenant's goodput
-// in 2 runs of 3 under the race detector); counting the workers' sleep
-// after any refusal for a share, not only with every limited tenant at
-// it, raised goodput 2-9% and the heavy tenant's share to 1.05-1.10.
+// window (shed.Fair.OverPaced; the workers' sleep counts as the loop's):
+// the pool is where frames wait when the work runs on it, and paced so
+// that a heavy tenant does not spend its share at the start of each
+// window and take the queue's place from light ones
+// (docs/OVERLOAD.md#fair-shares).
 func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim, prio admission.Priority, slot int) {
 	// enq is when the frame's bytes were read, not this turn: a frame held
 	// in its connection's input (the ordered pool, backpressure) has been
@@ -181,9 +179,9 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim, prio adm
 	v := admission.Admitted()
 	if f := p.fair; f != nil && slot >= 0 {
 		t.slot = int16(slot)
-		f.roll(l.now)
-		if f.overPaced(slot, l.now) {
-			v = admission.Reject(admission.ReasonFair, time.Duration(max(f.until-l.now, int64(p.shedAfter()))))
+		f.Roll(l.now)
+		if f.OverPaced(slot, l.now) {
+			v = admission.Reject(admission.ReasonFair, time.Duration(max(f.Until()-l.now, int64(p.shedAfter()))))
 		}
 	}
 	if v.Admit && p.stale(l.now-t.enq, prio) {
@@ -248,12 +246,12 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 			p.codel.Empty(p.e.timeAt(p.e.clock()))
 		}
 		var t0 int64
-		if p.fair != nil && p.fair.allFull() {
+		if p.fair != nil && p.fair.AllFull() {
 			t0 = p.e.clock() // a worker idle with every limited tenant at its share: room the shares left
 		}
 		p.cond.Wait()
 		if t0 != 0 {
-			p.fair.idleNs += (p.e.clock() - t0) / int64(p.cfg.Workers)
+			p.fair.AddIdle((p.e.clock() - t0) / int64(p.cfg.Workers))
 		}
 	}
 	now := p.e.clock()
@@ -437,10 +435,10 @@ func (p *pool) finish(t *poolTask, served bool, r admission.Reason, took int64) 
 	if served {
 		p.st.Served++
 		if t.slot >= 0 && p.fair != nil {
-			p.fair.admit(int(t.slot))
+			p.fair.Admit(int(t.slot))
 		}
 		if p.auto {
-			p.svcNanos = ewma(p.svcNanos, took)
+			p.caps.Observe(took)
 			p.deriveLocked()
 		}
 	} else {

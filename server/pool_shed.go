@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 )
 
 // The worker pool's shedding: its CoDel's derived target, the long cap,
@@ -22,10 +23,11 @@ import (
 // frames at 0.3x capacity were served 25-28%, at 2 ms 19%.
 
 // deriveLocked sets the pool CoDel's target from the average service time
-// S, as the loop derives its caps: C = 2·S in [0.5 ms, 1 s], target C/2, so
-// while the queue is overloaded a frame that waited more than C is shed.
+// S by the law the loops follow (shed.Caps, with the pool's floor
+// shed.PoolMinCap): C = 2·S, target C/2, so while the queue is overloaded
+// a frame that waited more than C is shed.
 func (p *pool) deriveLocked() {
-	p.codel.SetTarget(time.Duration(min(max(autoCapPerService*p.svcNanos, autoPoolMinCapNanos), autoMaxCapNanos) / 2))
+	p.codel.SetTarget(p.caps.Target())
 	p.capC.Store(int64(p.shedAfter()))
 }
 
@@ -43,7 +45,7 @@ func (p *pool) derived() (capNanos, svcNanos time.Duration) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.shedAfter(), time.Duration(p.svcNanos)
+	return p.shedAfter(), time.Duration(p.caps.Service())
 }
 
 // judge is the pool's verdict on a frame enqueued at enq and leaving the
@@ -91,29 +93,15 @@ func (p *pool) capOf(prio admission.Priority) int64 {
 
 // capLong returns the long cap, 8·C for the pool's C (2 × CoDel's
 // target): the loop's L without its RejectFlushDelay term, which is for
-// refusals held on the loop (measured: 12 ms against 21.5 ms at the
-// 1.5 ms floor C then had halved the admitted p99 at 200 µs of work,
-// docs/OVERLOAD.md).
-// 0 means none: without a derived target, and before the pool has served a
+// refusals held on the loop. 0 means none: without a derived target, and before the pool has served a
 // frame (its service time is unknown, and a first frame that waited
 // through a start-up stall is not a standing queue). p.mu is held.
 func (p *pool) capLong() int64 {
-	if !p.auto || p.svcNanos == 0 {
+	if !p.auto || p.caps.Service() == 0 {
 		return 0
 	}
-	return autoLongCapFactor * int64(p.shedAfter())
+	return shed.LongCapFactor * int64(p.shedAfter())
 }
-
-// autoPoolMinCapNanos is the floor of the pool's C, lower than the loop's
-// (autoMinCapNanos): a frame's wait in the pool is timed from its
-// submission, not bounded by the loop's turns and reads, so it does not
-// carry their granularity. The admitted p99 of the pool is about C plus a
-// frame and the loop's turn for the reply. By hand at 200 µs of work (64
-// and 1,000 connections, 2×, 5× and 10×, 2 alternating rounds): p99
-// 0.58–0.87 ms against 1.0–1.41 ms at the loop's 0.7 ms floor, frames
-// served 0–2% fewer; at 0.9× the same refusals (6–14/s); at 50 µs up to 5%
-// fewer (docs/overload/pool-floor-by-hand).
-const autoPoolMinCapNanos = int64(500 * time.Microsecond)
 
 // overloaded reports whether the pool's CoDel sees a standing queue.
 func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded() }
@@ -126,38 +114,22 @@ func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim, pri
 	p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, p.shedAfter()))
 }
 
-// predictedLong reports whether a frame queued now would spend more than
-// the pool's cap C (twice CoDel's target) in the pool, by Little's law:
-// its wait, the frames queued ahead of it and one in service (whose
-// residual the pool does not know, so a whole service) times the service
-// time over the workers, plus its own service. Such a frame is refused at
-// once, on the loop, instead of waiting its way to a refusal or a late
-// answer: CoDel alone judges a frame only as it leaves the queue, so with
-// every ordered connection holding one frame in the queue (64
-// connections, one worker, 200 µs of work: 13 ms of queue) the admitted
-// p99 at 5x was 35 ms. Bounding the wait alone by C (the frames ahead
-// times S against C) let a frame queue for up to 3·S behind one in
-// service and two ahead: with 20 ms handlers on one worker the admitted
-// p99 at 5x was 93 ms against 25 ms at half load, with its wait in the
-// queue, the sluice_stages build showed (p99 59 ms); bounding the time in
-// the pool brought it to 55-56 ms, and at 2 ms from 9.7-9.9 to 4.9 ms,
-// with the same goodput (docs/OVERLOAD.md). Only with a derived target,
-// once the service time is known; an empty queue always takes the frame.
-// The frames ahead of one of priority prio are those of its class and the
-// more urgent ones, and its bound is its cap (capOf). p.mu is held.
+// predictedLong reports whether a frame of priority prio queued now would
+// spend more than its cap (capOf) in the pool (shed.PredictedLong): the
+// frames ahead of it are those of its class and the more urgent ones.
+// CoDel alone judges a frame only as it leaves the queue, so such a frame
+// is refused at once, on the loop, instead of waiting its way to a refusal
+// or a late answer. Only with a derived target, once the service time is
+// known. p.mu is held.
 func (p *pool) predictedLong(prio admission.Priority) bool {
-	if !p.auto || p.svcNanos == 0 || p.codel == nil {
+	if !p.auto || p.caps.Service() == 0 || p.codel == nil {
 		return false
 	}
 	ahead := 0
 	for i := admission.PriorityCritical; i <= prio; i++ {
 		ahead += p.rings[i].n
 	}
-	if ahead == 0 {
-		return false
-	}
-	w := int64(p.cfg.Workers)
-	return int64(ahead+1)*p.svcNanos+p.svcNanos*w > p.capOf(prio)*w
+	return shed.PredictedLong(ahead, p.cfg.Workers, p.caps.Service(), p.capOf(prio))
 }
 
 // heldLong reports whether a frame held wait nanoseconds on its loop

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 )
 
 // The admission stage. A loop has one when Config.Admission is set (nil
@@ -70,16 +71,11 @@ type stage struct {
 	auto       bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
 	timed      bool  // auto with inline handlers: time each handler call (afterFrame)
 
-	svcNanos int64      // auto: average handler time per frame (EWMA)
-	capShort int64      // auto: C, the cap while CoDel sees a standing queue
-	capLong  int64      // auto: L, the cap otherwise (and critical frames')
-	admitAt  int64      // auto: clock at the last admission, start of the handler's time
-	doneAt   int64      // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
-	fair     *fairShare // auto without a tenant quota: max-min shares while overloaded
-	idleNs   int64      // auto: time asleep in epoll_wait in the current window
-	winEnd   int64      // auto: end of the current utilisation window
-	hot      bool       // auto: the last window was busy (a standing queue)
-	awakeAt  int64      // auto: when the loop last woke from a sleep, the start of its busy period
+	caps    shed.Caps  // auto: the service time and the caps C and L derived from it
+	busy    shed.Busy  // auto: the overload judgement
+	fair    *shed.Fair // auto without a tenant quota: max-min shares while overloaded
+	admitAt int64      // auto: clock at the last admission, start of the handler's time
+	doneAt  int64      // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -97,7 +93,7 @@ type stage struct {
 	slowDue   int64       // the same for the slow list
 	slowNow   bool        // the loop had nothing else to do: release every slow connection
 	slowEarly int32       // connections on the slow list that an idle loop reads at once (all but quota and long parks)
-	slowLong  int32       // long parks on the slow list (sLongPark): an idle loop reads the autoIdleParkReads due first
+	slowLong  int32       // long parks on the slow list (sLongPark): an idle loop reads the shed.IdleParkReads due first
 	slowFirst bool        // the loop, judged overloaded, had nothing else to do and no slowEarly: release the long parks due first
 	nextTick  int64
 	gate      admission.GateState // the gate state last logged
@@ -107,16 +103,14 @@ type stage struct {
 // the stage needs it (queueing delay, batched refusals, read charging).
 type connStage struct {
 	flags      stageFlag
-	lazyQ      uint8 // which lazy list it is on: index into stage.lazy
-	rejHeld    int32 // the refusals in its reject-only out-queue
-	drainedAt  int64 // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
-	rejAt      int64 // when the first reject of a reject-only out-queue was queued
-	waitsUntil int64 // until then its refusals get the short hold: the peer waited for them
-	lazyAt     int64 // the turn that put it on its lazy list
-	slowAt     int64 // when a connection on the slow list is read
-	readAt     int64 // with longPark: the turn of its last read
-	gapNanos   int64 // with longPark: its average time between frames (notePace)
-	frames     int32 // with longPark: frames decoded since readAt
+	lazyQ      uint8     // which lazy list it is on: index into stage.lazy
+	rejHeld    int32     // the refusals in its reject-only out-queue
+	drainedAt  int64     // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
+	rejAt      int64     // when the first reject of a reject-only out-queue was queued
+	waitsUntil int64     // until then its refusals get the short hold: the peer waited for them
+	lazyAt     int64     // the turn that put it on its lazy list
+	slowAt     int64     // when a connection on the slow list is read
+	pace       shed.Pace // with longPark: its time between frames, sparse or dense
 	prevLazy   *Conn
 	nextLazy   *Conn
 	nextSlow   *Conn
@@ -159,12 +153,11 @@ func newStage(l *loop, sc stageConfig) *stage {
 	s.timed = s.auto && l.e.pool == nil
 	s.rejDelay = max(0, int64(p.RejectFlushDelay))
 	if p.RejectFlushDelay == 0 && (s.auto || l.e.pool != nil && l.e.pool.auto) {
-		// the loop's derived shedding, or the pool's: either refuses
-		// enough to make a write per refusal the loop's main cost (pool,
-		// one core, 10x: 38k writes/s against 7k with it, goodput 3.14k
-		// against 2.64k frames/s)
-		s.rejDelay = autoRejectFlushNanos
-		s.lazy[1].hold = autoRejectHoldNanos
+		// derived shedding, the loop's or the pool's, refuses enough that a
+		// write per refusal would be the loop's main cost
+		// (docs/OVERLOAD.md#held-refusals-and-parked-reads)
+		s.rejDelay = shed.DerivedRejectFlush
+		s.lazy[1].hold = shed.LongHold
 	}
 	s.lazy[0].hold = s.rejDelay
 	s.lazy[1].hold = max(s.lazy[1].hold, s.rejDelay) // the long hold: the short one unless derived
@@ -172,11 +165,11 @@ func newStage(l *loop, sc stageConfig) *stage {
 	s.longPark = s.slowReads && s.auto && s.lazy[1].hold > s.lazy[0].hold && s.classify == nil
 	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
 	if s.auto {
-		s.derive()
-		s.awakeAt = l.e.clock()
-		s.winEnd = s.awakeAt + autoBusyNanos
+		s.caps = shed.NewCaps(shed.LoopMinCap, s.rejDelay)
+		s.lp.SetCoDelTarget(s.caps.Target())
+		s.busy = shed.NewBusy(l.e.clock())
 		if p.Admitter.Tenants() == nil {
-			s.fair = &fairShare{}
+			s.fair = &shed.Fair{}
 		}
 	}
 	s.poolShares = s.fair == nil && p.Admitter.Tenants() == nil && l.e.pool != nil && l.e.pool.fair != nil
@@ -184,151 +177,38 @@ func newStage(l *loop, sc stageConfig) *stage {
 	return s
 }
 
-// The derived queueing-delay caps (AdmissionPolicy.MaxQueueDelay zero).
-const (
-	autoCapPerService    = 2                             // C = 2 × the average service time
-	autoMinCapNanos      = int64(700 * time.Microsecond) // C's floor: turn and syscall costs dominate below it
-	autoMaxCapNanos      = int64(time.Second)
-	autoLongCapFactor    = 8 // L = max(8 × C, C + 2 × RejectFlushDelay)
-	autoServiceShift     = 4 // the service time average weighs each frame 1/16
-	autoRejectFlushNanos = int64(10 * time.Millisecond)
-	// autoBusyNanos, autoBusyPerCap, autoBusyPermille and
-	// autoCoolPermille: the loop judges itself overloaded (a standing
-	// queue) after a window of max(100 ms, 5·C) in which it was busy — not
-	// asleep in epoll_wait — at least 95% of the time, and judged so, not
-	// overloaded any more only after a window busy less than 85% of it. An
-	// edge-triggered loop sleeps only with every socket drained, so its
-	// idle time is when its queue was empty; a loop that sheds a standing
-	// load still sleeps now and then between two arrivals, which is why
-	// one sleep is not the test. The gap between the two is hysteresis: a
-	// shedding loop whose clients paused for a few milliseconds (measured:
-	// 5–9% of one window asleep, in 2–3 ms sleeps, the generator stalling
-	// while 10× its capacity stayed offered) read "not overloaded" at 95%,
-	// and for the next whole window admitted frames up to the long cap L
-	// while the backlog came back (p99 10–17 ms against 0.9 ms in 6 of 23
-	// runs by hand).
-	autoBusyNanos    = int64(100 * time.Millisecond)
-	autoBusyPerCap   = 5
-	autoBusyPermille = 950
-	autoCoolPermille = 850
-)
+// overloaded reports the loop's overload judgement (shed.Busy): its queue
+// (the sockets and the turn) has not been empty for long recently.
+func (s *stage) overloaded() bool { return s.busy.Overloaded() }
 
-// How long refusals wait to be written when RejectFlushDelay is derived.
-// On loopback a write carries the peer's receive path, about 7–8 µs per
-// refusal written alone. At 1,000 connections each connection is refused
-// once every 12–60 ms, so the 10 ms hold batched almost nothing and the
-// writes of refusals crowded out the work (inline 50 µs at 5×: 6.0k
-// frames/s served with a write per refusal, 9.5k with a 100 ms hold).
-// Holding a refusal only pays if the peer sends more meanwhile; a peer that
-// waits for its answer (one request at a time, or a window it has filled)
-// is only delayed. Which one a peer is shows in a long hold: a peer that
-// waits sends nothing more, and the hold ends holding one refusal, or
-// having read nothing from it for its second half. It gets the short hold
-// (RejectFlushDelay's 10 ms) for autoRejectProbeNanos, and then the long
-// hold is tried again. A hold that gathers rejectBatchMsgs refusals is
-// written at once and the next one is long again: a peer refused densely
-// gets its refusals in batches of that size.
-//
-// The reads of a sparse connection (autoSparseNanos) whose refusals wait
-// on the long hold are parked with them (deferRead), and an idle loop reads
-// only the autoIdleParkReads long parks due first, so that a loop short of
-// admissible frames gets connections back a few at a time. Together, by
-// hand against 100 ms holds, the short hold for 5 s once a hold filled,
-// and reads deferred 10 ms (3 rounds, docs/overload/sparse-park): inline
-// 200 µs, 1,000 connections, 1.210× the frames served at 10× and 1.097×
-// at 5× (92% of capacity in the matrix), 50 µs 5× 1.308×; the admitted
-// p99 at or under, and 64 connections within 2%.
-const (
-	// autoRejectHoldNanos is the long hold.
-	autoRejectHoldNanos = int64(500 * time.Millisecond)
-	// rejectBatchMsgs ends a long hold early: it is written at once.
-	rejectBatchMsgs = 16
-	// autoRejectProbeNanos is how long a peer found waiting for its
-	// refusals gets the short hold: a peer that waits pays one long hold
-	// per this (2% of its time while it is refused).
-	autoRejectProbeNanos = 50 * autoRejectHoldNanos
-	// autoSparseNanos: a connection whose next rejectBatchMsgs frames take
-	// at least this long at its own pace is sparse, and its reads may be
-	// parked with its refusals; a dense one's window would fill meanwhile
-	// (a park of the long hold on a connection sent 530 frames/s kept its
-	// 64 requests in flight full for 0.35 s).
-	autoSparseNanos = int64(100 * time.Millisecond)
-	// autoIdleParkReads is how many long parks an idle loop reads at once.
-	autoIdleParkReads = 8
-)
+// standing reports whether a frame gets the caps of a standing queue
+// (shed.Busy.Standing). The reads' deferral (deferRead) follows the
+// window's judgement only.
+func (s *stage) standing() bool { return s.busy.Standing(s.l.now, s.caps.Long()) }
 
-// overloaded reports whether the last utilisation window was busy (see
-// autoBusyNanos; a loop judged overloaded stays so through windows busy
-// 85% of the time or more): the loop's queue (the sockets and the turn)
-// has not been empty for long recently.
-func (s *stage) overloaded() bool { return s.hot }
-
-// standing reports whether a frame gets the caps of a standing queue: the
-// loop is judged overloaded, or it has not slept for longer than the long
-// cap L. A queue that has not been empty for longer than L is standing
-// whatever the last window said, as with Facebook's adaptive LIFO (the
-// short timeout once the queue has not been empty for a while): a window
-// judged not overloaded because the clients paused (see autoBusyNanos) let
-// frames queue up to L until the next window closed, 100 ms later. By
-// hand, inline 200 µs of work, 64 connections, 10×, with the generator
-// stopped three times for 25 ms: admitted p99 0.88–1.29 ms against
-// 21–23 ms, 3 rounds (docs/overload/busy-period-by-hand). The reads'
-// deferral (deferRead) still follows the window only.
-func (s *stage) standing() bool { return s.hot || s.l.now-s.awakeAt > s.capLong }
-
-// noteIdle is the afterWait part of the overload judgement: it adds the
-// wait's sleep to the window's idle time and closes the window when due.
+// noteIdle is the afterWait part of the overload judgement: the wait's
+// sleep goes into the window (and, with every limited tenant at its fair
+// share, into the room the share left), and the window closes when due.
 func (s *stage) noteIdle() {
 	l := s.l
 	if l.pace.slept {
 		d := max(0, l.now-l.pace.turnEnd)
-		s.idleNs += d
-		if s.fair != nil && s.fair.allFull() {
-			s.fair.idleNs += d // room the fair share left unused
+		s.busy.Slept(l.now, d)
+		if s.fair != nil && s.fair.AllFull() {
+			s.fair.AddIdle(d)
 		}
-		s.awakeAt = l.now
 	}
-	if l.now < s.winEnd {
-		return
-	}
-	w := max(autoBusyNanos, autoBusyPerCap*s.capShort)
-	span := l.now - (s.winEnd - w) // the window, stretched by a long sleep at its end
-	need := int64(autoBusyPermille)
-	if s.hot {
-		need = autoCoolPermille
-	}
-	s.hot = (span-s.idleNs)*1000 >= need*span
-	s.idleNs, s.winEnd = 0, l.now+w
-}
-
-// derive sets the caps and the loop CoDel's target from the average
-// service time: C = 2·S in [0.7 ms, 1 s], L = max(8·C, C + 2·RejectFlushDelay),
-// CoDel's target C/2 (CoDel then only feeds the Admitter's overload signal;
-// the caps follow overloaded).
-func (s *stage) derive() {
-	c := min(max(autoCapPerService*s.svcNanos, autoMinCapNanos), autoMaxCapNanos)
-	s.capShort = c
-	s.capLong = max(autoLongCapFactor*c, c+2*s.rejDelay)
-	s.lp.SetCoDelTarget(time.Duration(c / 2))
-}
-
-// ewma folds a service time d into the average avg (weight 1/16); the
-// first measurement (avg zero) is taken whole, so the caps do not start
-// from the floor with a slow handler.
-func ewma(avg, d int64) int64 {
-	if avg == 0 {
-		return max(d, 1)
-	}
-	return avg + (d-avg)>>autoServiceShift
+	s.busy.Judge(l.now, s.caps.Short())
 }
 
 // afterFrame is the hook after an inline handler returned (timed stages
-// only): the frame's service time goes into the average, and the caps
-// follow it.
+// only): the frame's service time goes into the average, and the caps and
+// the loop CoDel's target (C/2, so that CoDel only feeds the Admitter's
+// overload signal; the caps decide) follow it.
 func (s *stage) afterFrame() {
 	t := s.l.e.clock()
-	s.svcNanos = ewma(s.svcNanos, t-s.admitAt)
-	s.derive()
+	s.caps.Observe(t - s.admitAt)
+	s.lp.SetCoDelTarget(s.caps.Target())
 	s.doneAt = t // the next frame of this read is admitted at this reading, not another
 }
 
@@ -355,16 +235,7 @@ func (s *stage) capFor(p admission.Priority, standing bool) (int64, admission.Re
 	if !s.auto {
 		return s.maxDelay, admission.ReasonQueue
 	}
-	if !standing {
-		return s.capLong, admission.ReasonQueue
-	}
-	switch p {
-	case admission.PriorityCritical:
-		return s.capLong, admission.ReasonCoDel
-	case admission.PriorityBestEffort:
-		return s.capShort / 2, admission.ReasonCoDel
-	}
-	return s.capShort, admission.ReasonCoDel
+	return s.caps.For(p, standing)
 }
 
 // at converts a loop clock reading to the time the admission package
@@ -507,13 +378,12 @@ func (s *stage) acceptError(en errno) {
 // it reports true, and releases every slow connection at the next turn
 // start, when some that are not parked for a byte quota or a long hold
 // wait on the slow list (read them rather than sleep). Failing those, a
-// loop judged overloaded reads the autoIdleParkReads long parks due first:
+// loop judged overloaded reads the shed.IdleParkReads long parks due first:
 // it is short of connections that can bring admissible frames. Quota parks
 // and, otherwise, long ones are read only when due:
 // a loop with nothing else on the list sleeps until then (the timerfd
-// wakes it, wakeAt). It used to report true for them too, and the loop
-// spun through its turns until the quota had room: 198,169 turns in the
-// 100 ms of TestChargeReadBytes's park. It is safe on a nil stage.
+// wakes it, wakeAt) rather than spin through empty turns. It is safe on a
+// nil stage.
 func (s *stage) beforeSleep() bool {
 	if s == nil {
 		return false
@@ -554,8 +424,8 @@ func (s *stage) publish() {
 		return
 	}
 	l := s.l
-	l.st[gDelayCap] = uint64(s.capShort)
-	l.st[gServiceNanos] = uint64(s.svcNanos)
+	l.st[gDelayCap] = uint64(s.caps.Short())
+	l.st[gServiceNanos] = uint64(s.caps.Service())
 	s.lp.Load = admission.LoopLoad{
 		Conns:        int64(l.nconns),
 		InflightReqs: int64(l.poolInflight),

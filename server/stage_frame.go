@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -19,7 +20,7 @@ import (
 // replayed from the idempotency store).
 func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 	if s.longPark {
-		c.adm.frames++
+		c.adm.pace.Frame()
 	}
 	if s.fn != nil {
 		v := s.fn(c, frame, s.at(s.l.now))
@@ -84,10 +85,10 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 		t := s.now()
 		slot := -1
 		if fs := s.fair; fs != nil {
-			fs.roll(t)
-			slot = fairSlot(f.Tenant)
-			if fs.over(slot) {
-				s.refuse(c, frame, admission.ReasonFair, time.Duration(max(fs.until-t, s.rejDelay)))
+			fs.Roll(t)
+			slot = shed.Slot(f.Tenant)
+			if fs.Over(slot) {
+				s.refuse(c, frame, admission.ReasonFair, time.Duration(max(fs.Until()-t, s.rejDelay)))
 				return false
 			}
 		}
@@ -105,7 +106,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 		s.admitAt = t
 		stageAdmit(c.fd, s.since, t)
 		if slot >= 0 {
-			s.fair.admit(slot)
+			s.fair.Admit(slot)
 		}
 	}
 	return true
@@ -133,7 +134,7 @@ func (s *stage) refuseOther(c *Conn, frame []byte, reason string, retryAfter tim
 	s.l.answerReject(c, frame, reason, retryAfter)
 }
 
-// poolSlot returns the fair-share slot (fairSlot) of the tenant of the
+// poolSlot returns the fair-share slot (shed.Slot) of the tenant of the
 // frame the policy just admitted, for the worker pool's fair shares: -1
 // when the pool is not to share by tenant (no policy, an AdmitFunc, a
 // tenant quota, or the loop's own fair shares). It is safe on a nil stage.
@@ -141,7 +142,7 @@ func (s *stage) poolSlot() int {
 	if s == nil || !s.poolShares || s.frame.Tenant == nil {
 		return -1
 	}
-	return fairSlot(s.frame.Tenant)
+	return shed.Slot(s.frame.Tenant)
 }
 
 // priority returns the priority the policy gave the frame it just
@@ -184,7 +185,7 @@ func (c *Conn) FrameClaim() (admission.Claim, bool) {
 // flushes hold it back (holdRejects), dated by its first reject. When the
 // hold is derived, a new batch of refusals gets the long hold (sLong)
 // unless the peer was found to wait for its refusals in the last
-// autoRejectProbeNanos (releaseLazy). A
+// shed.ProbeTime (releaseLazy). A
 // new batch of a connection still on a lazy list (its last refusals left
 // with a reply) leaves the list: it is held from now.
 func (s *stage) rejectQueued(c *Conn, held bool) {
@@ -208,18 +209,18 @@ func (s *stage) rejectQueued(c *Conn, held bool) {
 }
 
 // shortHold ends a connection's long hold at now: its peer waits for its
-// refusals; its refusals get the short hold for autoRejectProbeNanos, and
+// refusals; its refusals get the short hold for shed.ProbeTime, and
 // then the long one is tried again.
 func shortHold(a *connStage, now int64) {
 	a.flags &^= sLong
-	a.waitsUntil = now + autoRejectProbeNanos
+	a.waitsUntil = now + shed.ProbeTime
 }
 
 // holdRejects is asked by the flush phase about a connection whose
 // out-queue holds only refusals (fRejOnly): while they are younger than
 // its hold (the long one with sLong, else RejectFlushDelay) and the engine
 // is not draining, c goes on a lazy list and is not written this turn
-// (true). A long hold that has gathered rejectBatchMsgs refusals ends at
+// (true). A long hold that has gathered shed.RejectBatch refusals ends at
 // once, and the next batch is held long again: a peer refused densely gets
 // its refusals in batches of that size, and one that pipelines through a
 // window of its own is not kept waiting for a whole hold. It is safe on a
@@ -229,13 +230,7 @@ func (s *stage) holdRejects(c *Conn) bool {
 		return false
 	}
 	a := c.adm
-	hold := s.lazy[0].hold
-	if a.flags&sLong != 0 {
-		hold = s.lazy[1].hold
-		if a.rejHeld >= rejectBatchMsgs {
-			hold = 0 // written now; the next batch gets the long hold again
-		}
-	}
+	hold := shed.Hold(s.lazy[0].hold, s.lazy[1].hold, a.flags&sLong != 0, a.rejHeld)
 	if s.l.draining || s.l.now-a.rejAt >= hold {
 		return false
 	}
@@ -300,7 +295,7 @@ func (s *stage) unlinkLazy(c *Conn) {
 // refusals left meanwhile (with a reply, or once due) is dropped. A long
 // hold that ends holding a single refusal found a peer that waits for its
 // refusals (or one refused too rarely for any hold to batch): its
-// refusals get the short hold for autoRejectProbeNanos.
+// refusals get the short hold for shed.ProbeTime.
 func (s *stage) releaseLazy() {
 	l := s.l
 	if l.now < s.lazyDue && !l.draining {
@@ -320,7 +315,7 @@ func (s *stage) releaseLazy() {
 			if c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil {
 				continue
 			}
-			if a.flags&sLong != 0 && !parked && (a.rejHeld == 1 || l.now-c.lastActive > q.hold/2) {
+			if a.flags&sLong != 0 && !parked && shed.PeerWaits(a.rejHeld, l.now-c.lastActive, q.hold) {
 				// the peer waits for its refusals: it sent nothing for
 				// the second half of the hold (a long park's read, this
 				// turn, adds what it sent meanwhile)

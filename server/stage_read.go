@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
 )
 
 // The admission stage's read hooks: the arrival bound of the bytes a read
@@ -52,9 +53,9 @@ func (s *stage) deferRead(c *Conn) bool {
 	if l.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return false // see end of file and held frames at once
 	}
-	// the window's judgement only: deferring on a long busy period too
-	// (standing) read p99 8.2 and 11 ms in 2 of 9 runs with the
-	// generator stopped, against at most 1.3 ms without
+	// the window's judgement only, not standing: a long busy period alone
+	// deferred reads that a paused generator's clients were waiting on
+	// (docs/OVERLOAD.md#held-refusals-and-parked-reads)
 	limit, _ := s.capFor(admission.PriorityNormal, s.overloaded())
 	if l.e.clock()-s.arrivalBound(c, true) <= limit {
 		return false
@@ -76,15 +77,13 @@ func (s *stage) deferRead(c *Conn) bool {
 	}
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
 	at := l.now + s.rejDelay
-	if s.longPark && a.flags&(sLazy|sLong) == sLazy|sLong && a.gapNanos*rejectBatchMsgs >= autoSparseNanos {
+	if s.longPark && a.flags&(sLazy|sLong) == sLazy|sLong && a.pace.Sparse() {
 		// A sparse connection whose refusals wait on the long hold: read
-		// it once rejectBatchMsgs frames are due at its own pace, or when
+		// it once shed.RejectBatch frames are due at its own pace, or when
 		// its refusals are written, so that what it sent meanwhile is
-		// refused in one read and one write, and not when the loop idles
-		// (see autoSparseNanos). A connection that sends one frame per
-		// 23 ms (1,000 connections at 10x) otherwise costs a read per
-		// refused frame. A dense one is not parked: its window would fill.
-		if due := min(a.lazyAt+s.lazy[a.lazyQ].hold, l.now+a.gapNanos*rejectBatchMsgs); due > at {
+		// refused in one read and one write, and not when the loop idles.
+		// A dense one is not parked: its window would fill.
+		if due := min(a.lazyAt+s.lazy[a.lazyQ].hold, a.pace.BatchDue(l.now)); due > at {
 			at = due
 			a.flags |= sLongPark
 		}
@@ -157,7 +156,7 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 		return
 	}
 	if s.longPark {
-		s.notePace(a)
+		a.pace.Read(s.l.now)
 	}
 	if t0 != 0 {
 		if drained && c.flags&(fHeld|fClosed) == 0 && (len(c.in) == 0 || c.flags&fPartial != 0) {
@@ -176,23 +175,6 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 	}
 	a.flags &^= sFresh
 	s.park(c, s.l.now+int64(s.readRetry), true)
-}
-
-// notePace updates a connection's time between frames after a read (an
-// average over its reads of the time since the last one, divided by the
-// frames that read brought), which tells a sparse connection from a dense
-// one (deferRead).
-func (s *stage) notePace(a *connStage) {
-	now := s.l.now
-	if n := int64(a.frames); n > 0 && a.readAt != 0 {
-		gap := (now - a.readAt) / n
-		if a.gapNanos == 0 {
-			a.gapNanos = gap
-		} else {
-			a.gapNanos += (gap - a.gapNanos) / 4
-		}
-	}
-	a.frames, a.readAt = 0, now
 }
 
 // parked reports whether c waits on the slow list (readConn stops).
@@ -286,12 +268,12 @@ func (s *stage) releaseSlow() {
 	}
 }
 
-// longParksDueFirst returns the due time of the autoIdleParkReads-th long
+// longParksDueFirst returns the due time of the shed.IdleParkReads-th long
 // park due first (or of the last one, if there are fewer): releaseSlow
 // reads the long parks due by then. It walks the slow list, which an idle
 // loop can afford.
 func (s *stage) longParksDueFirst() int64 {
-	const k = autoIdleParkReads
+	const k = shed.IdleParkReads
 	var first [k]int64
 	n := 0
 	for c := s.slow; c != nil; c = c.adm.nextSlow {

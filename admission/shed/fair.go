@@ -1,4 +1,4 @@
-package server
+package shed
 
 import (
 	"math"
@@ -6,40 +6,23 @@ import (
 	"time"
 )
 
-// Fairness between tenants when no tenant quota is configured and the
-// caps are derived: after a window (100 ms) in which the loop was offered
-// more than it admitted, a tenant gets at most its max-min fair share of
-// what the loop admitted in that window (reason "fair"), so a tenant that
-// sends ten times more than the others cannot take more than theirs by
-// sending faster, while tenants that ask for less than the share are
-// never limited. A window that admitted everything, or saw one tenant,
-// lifts the limit. Tenants (AdmissionPolicy.TenantKey, the peer's IP by
-// default) are hashed into fairSlots slots; tenants that share a slot
-// share a share. The worker pool keeps its own shares of the frames it
-// serves, paced over the window (overPaced), when its CoDel target is
-// derived and the loops keep none (pool.submit).
+// Fair shares between tenants (docs/OVERLOAD.md, "Fair shares"): after a
+// window in which a server was offered more than it admitted, a tenant
+// gets at most its max-min fair share of what was admitted in that window
+// (reason fair), so a tenant that sends ten times more than the others
+// cannot take more than theirs by sending faster, while tenants that ask
+// for less than the share are never limited. A window that admitted
+// everything, or saw one tenant, lifts the limit. Tenants are hashed into
+// fairSlots slots; tenants that share a slot share a share.
 //
-// The share is work-conserving. With every tenant over the share a
-// window admits at most the tenants times the share, so a share taken from
-// a window's admissions alone could only stay or shrink: each window that
-// admitted a little less (a stall, a long turn) lowered it, and the loop
-// then slept with every tenant at its share until the window ended (200 µs
-// of work, 5x, ten tenants: 71-78% of capacity served, the server's core
-// 70-83% busy). So what the loop could have admitted in a window is its
-// admissions scaled by the part of the window it was not asleep with every
-// limited tenant at its share (fairShare.capacity, at most fairGrowMax
-// times them). Only such sleep counts: a loop that sleeps between two
-// tenants' frames while one of them is short of its share may have no room
-// for more, and a larger share would go to whichever tenant sends most.
-// A share of fewer than fairMinShare frames per window is coarse: rounded
-// up, its remainder goes to whichever tenant sends most (2 ms of work, ten
-// tenants: 43 frames in 100 ms, a share of 5, the heavy tenant's share
-// 1.14-1.16). Such a window is stretched to a whole number of 100 ms
-// (at most fairMaxWindowNanos) that gives about fairMinShare. A window
-// that admitted fewer than fairMinShare frames in all is too thin to
-// judge: it goes on with no limit until it has (at most
-// fairMaxWindowNanos), so that a stall does not set a share of a frame or
-// two for a stretched window.
+// The share is work-conserving: what could have been admitted in a window
+// is its admissions scaled by the part of it not spent asleep with every
+// limited tenant at its share (at most fairGrowMax times them), because a
+// share taken from admissions alone could only shrink. A share under
+// fairMinShare frames is coarse, and its window is stretched (at most
+// fairMaxWindowNanos) to give about fairMinShare; a window that admitted
+// fewer than fairMinShare frames in all is too thin to judge and goes on
+// with no limit.
 const (
 	fairSlots          = 256 // power of two
 	fairWindowNanos    = int64(100 * time.Millisecond)
@@ -48,23 +31,26 @@ const (
 	fairGrowMax        = 2
 )
 
-// fairShare is one loop's per-tenant accounting for the current window
-// and the share the previous window left.
-type fairShare struct {
+// Fair is the per-tenant accounting of one server part (a loop, or the
+// worker pool) for the current window, and the share the previous window
+// left. Its zero value has no share and starts its first window at the
+// first Roll. It is not safe for concurrent use. Times are nanoseconds of
+// one monotonic clock.
+type Fair struct {
 	offered  [fairSlots]uint32 // frames seen per slot this window
 	admitted [fairSlots]uint32 // frames admitted per slot this window
 	total    uint32            // frames admitted this window
 	level    uint32            // the previous window's max-min share per slot; 0: no limit
 	start    int64             // start of the window (loop clock)
 	until    int64             // its end by time; 0: not started
-	idleNs   int64             // time the loop slept in it with every limited slot at its share (stage.noteIdle)
+	idleNs   int64             // time asleep in it with every limited slot at its share (AddIdle)
 	limited  uint32            // slots the share limits (their demand in the last window was above it)
 	full     uint32            // slots at the share in this window
 	sorted   [fairSlots]uint32 // scratch for waterLevel
 }
 
-// slot hashes a tenant key (FNV-1a) to its slot.
-func fairSlot(key []byte) int {
+// Slot hashes a tenant key (FNV-1a) to its slot, in [0, 256).
+func Slot(key []byte) int {
 	h := uint32(2166136261)
 	for _, b := range key {
 		h ^= uint32(b)
@@ -73,11 +59,11 @@ func fairSlot(key []byte) int {
 	return int(h & (fairSlots - 1))
 }
 
-// roll starts a new window at now when the current one is over, setting
+// Roll starts a new window at now when the current one is over, setting
 // the share from the window that ended, or, when that window admitted
 // fewer than fairMinShare frames, lets it go on for another
 // fairWindowNanos with no limit.
-func (f *fairShare) roll(now int64) {
+func (f *Fair) Roll(now int64) {
 	if now < f.until {
 		return
 	}
@@ -86,15 +72,9 @@ func (f *fairShare) roll(now int64) {
 	if f.until != 0 {
 		span := now - f.start
 		if f.total < fairMinShare && span < fairMaxWindowNanos {
-			// too thin to judge: the window goes on, with no limit,
-			// until it has admitted fairMinShare frames (at most
-			// fairMaxWindowNanos). A share taken from a few admissions
-			// (a stall, a core taken by another process) is coarse and
-			// stretched the next window up to 2 s, and a light tenant
-			// refused in it was told to come back at its end: with six
-			// CPU hogs beside TestHammerCannotStarve, each client was
-			// refused once with a retry-after of 1.3-2.0 s and served
-			// 1-2 frames in the 1.5 s run.
+			// too thin to judge (a stall, a core taken by another
+			// process): a share of a frame or two would lock light
+			// tenants out of a stretched window
 			f.full, f.until = 0, now+fairWindowNanos
 			return
 		}
@@ -123,16 +103,24 @@ func (f *fairShare) roll(now int64) {
 	f.total, f.full, f.idleNs, f.start, f.until = 0, 0, 0, now, now+win
 }
 
-// allFull reports whether every slot the share limits has had it in this
+// AllFull reports whether every slot the share limits has had it in this
 // window: the loop can admit nothing but the frames of tenants that asked
 // for less, so a sleep now is room the share left unused.
-func (f *fairShare) allFull() bool { return f.level > 0 && f.full >= f.limited }
+func (f *Fair) AllFull() bool { return f.level > 0 && f.full >= f.limited }
+
+// AddIdle adds d nanoseconds spent asleep while AllFull held: room the
+// share left unused, which the next share gives back.
+func (f *Fair) AddIdle(d int64) { f.idleNs += d }
+
+// Until returns the end of the current window: a tenant refused for its
+// share may come back then.
+func (f *Fair) Until() int64 { return f.until }
 
 // capacity is what the loop could have admitted in the window that ends
 // after span: its admissions scaled by span over the time it was not
 // asleep with every limited slot at its share (allFull), at most
 // fairGrowMax times them.
-func (f *fairShare) capacity(span int64) uint32 {
+func (f *Fair) capacity(span int64) uint32 {
 	if f.idleNs <= 0 {
 		return f.total
 	}
@@ -143,18 +131,18 @@ func (f *fairShare) capacity(span int64) uint32 {
 	return uint32(uint64(f.total) * uint64(span) / uint64(awake))
 }
 
-// over counts a frame of slot as offered and reports whether the slot
+// Over counts a frame of slot as offered and reports whether the slot
 // already had its share of this window.
-func (f *fairShare) over(slot int) bool {
+func (f *Fair) Over(slot int) bool {
 	f.offered[slot]++
 	return f.level > 0 && f.admitted[slot] >= f.level
 }
 
-// overPaced is over with each share paced over its window: at now a slot
+// OverPaced is Over with each share paced over its window: at now a slot
 // may have had its share's part for the time gone by, plus an eighth of it
 // (at least 2), so that a tenant that always has a frame waiting does not
 // spend its share at the start of the window.
-func (f *fairShare) overPaced(slot int, now int64) bool {
+func (f *Fair) OverPaced(slot int, now int64) bool {
 	f.offered[slot]++
 	if f.level == 0 {
 		return false
@@ -164,8 +152,8 @@ func (f *fairShare) overPaced(slot int, now int64) bool {
 	return uint64(f.admitted[slot]) >= min(uint64(f.level), part+uint64(max(2, f.level/8)))
 }
 
-// admit counts a frame of slot as admitted.
-func (f *fairShare) admit(slot int) {
+// Admit counts a frame of slot as admitted.
+func (f *Fair) Admit(slot int) {
 	f.admitted[slot]++
 	f.total++
 	if f.admitted[slot] == f.level {

@@ -1,4 +1,4 @@
-package server
+package shed
 
 import (
 	"fmt"
@@ -45,40 +45,40 @@ func TestWaterLevel(t *testing.T) {
 // at most the max-min share of the last window's admissions, the heavy
 // tenant is refused beyond it and the light ones are not.
 func TestFairShareWindows(t *testing.T) {
-	var f fairShare
-	heavy, light := fairSlot([]byte("heavy")), fairSlot([]byte("light-0"))
+	var f Fair
+	heavy, light := Slot([]byte("heavy")), Slot([]byte("light-0"))
 	lights := make([]int, 9)
 	for i := range lights {
-		lights[i] = fairSlot([]byte(fmt.Sprintf("light-%d", i)))
+		lights[i] = Slot([]byte(fmt.Sprintf("light-%d", i)))
 	}
 	now := int64(1)
-	f.roll(now)
+	f.Roll(now)
 	// Window 1: the heavy tenant offers 100, nine light ones 5 each; the
 	// loop admits 65 in all: 20 of the heavy one's and every light frame.
 	for i := 0; i < 100; i++ {
-		if f.over(heavy) {
+		if f.Over(heavy) {
 			t.Fatal("limited in the first window")
 		}
 		if i < 20 {
-			f.admit(heavy)
+			f.Admit(heavy)
 		}
 	}
 	for _, s := range lights {
 		for i := 0; i < 5; i++ {
-			f.over(s)
-			f.admit(s)
+			f.Over(s)
+			f.Admit(s)
 		}
 	}
 	now += fairWindowNanos
-	f.roll(now)
+	f.Roll(now)
 	// demands: 100 and nine 5s; capacity 65: the light ones get 5 each (45), the heavy one 20.
 	if f.level != 20 {
 		t.Fatalf("level %d, want 20", f.level)
 	}
 	served := 0
 	for i := 0; i < 100; i++ {
-		if !f.over(heavy) {
-			f.admit(heavy)
+		if !f.Over(heavy) {
+			f.Admit(heavy)
 			served++
 		}
 	}
@@ -86,10 +86,10 @@ func TestFairShareWindows(t *testing.T) {
 		t.Errorf("heavy tenant admitted %d in the second window, want its share 20", served)
 	}
 	for i := 0; i < 5; i++ {
-		if f.over(light) {
+		if f.Over(light) {
 			t.Errorf("light tenant refused at its frame %d", i)
 		}
-		f.admit(light)
+		f.Admit(light)
 	}
 }
 
@@ -103,13 +103,13 @@ func TestFairShareWindows(t *testing.T) {
 // for nothing. A coarse share (under fairMinShare per 100 ms) stretches
 // the next window to about fairMinShare, within fairMaxWindowNanos.
 func TestFairShareWorkConserving(t *testing.T) {
-	var f fairShare
+	var f Fair
 	slots := make([]int, 10)
 	for i := range slots {
-		slots[i] = fairSlot([]byte(fmt.Sprintf("tenant-%d", i)))
+		slots[i] = Slot([]byte(fmt.Sprintf("tenant-%d", i)))
 	}
 	now := int64(1)
-	f.roll(now)
+	f.Roll(now)
 	// window runs a window in which each tenant offers n frames and at
 	// most k are admitted (the first tenant at most first), then the loop
 	// sleeps for idle, counted as stage.noteIdle counts it; it returns the
@@ -117,16 +117,16 @@ func TestFairShareWorkConserving(t *testing.T) {
 	window := func(n, k, first int, idle int64) uint32 {
 		for j, s := range slots {
 			for i := 0; i < n; i++ {
-				if !f.over(s) && i < k && (j > 0 || i < first) {
-					f.admit(s)
+				if !f.Over(s) && i < k && (j > 0 || i < first) {
+					f.Admit(s)
 				}
 			}
 		}
-		if f.allFull() {
+		if f.AllFull() {
 			f.idleNs += idle
 		}
 		now = f.until
-		f.roll(now)
+		f.Roll(now)
 		return f.level
 	}
 	if got := window(100, 40, 100, 0); got != 40 { // 400 admitted, no limit yet
@@ -173,41 +173,41 @@ func TestFairShareWorkConserving(t *testing.T) {
 // it has admitted that many or lasted fairMaxWindowNanos, and is judged
 // then as one window.
 func TestFairShareThinWindow(t *testing.T) {
-	var f fairShare
+	var f Fair
 	slots := make([]int, 10)
 	for i := range slots {
-		slots[i] = fairSlot([]byte(fmt.Sprintf("tenant-%d", i)))
+		slots[i] = Slot([]byte(fmt.Sprintf("tenant-%d", i)))
 	}
 	offer := func(n, k int) { // each tenant offers n frames, k are admitted
 		for _, s := range slots {
 			for i := 0; i < n; i++ {
-				if !f.over(s) && i < k {
-					f.admit(s)
+				if !f.Over(s) && i < k {
+					f.Admit(s)
 				}
 			}
 		}
 	}
-	f.roll(1)
+	f.Roll(1)
 	offer(100, 40)
-	f.roll(f.until)
+	f.Roll(f.until)
 	if f.level != 40 {
 		t.Fatalf("share %d after a full window, want 40", f.level)
 	}
 	start := f.start
 	offer(5, 1) // 10 admitted: too thin
 	end := f.until
-	f.roll(end)
+	f.Roll(end)
 	if f.level != 0 || f.limited != 0 || f.start != start || f.until != end+fairWindowNanos || f.total != 10 {
 		t.Fatalf("after a thin window: share %d, %d limited, start %d (want %d), until %d (want %d), total %d (want 10 kept)",
 			f.level, f.limited, f.start, start, f.until, end+fairWindowNanos, f.total)
 	}
 	for _, s := range slots { // no limit while it goes on
-		if f.over(s) {
+		if f.Over(s) {
 			t.Fatalf("a tenant limited in the window's extension")
 		}
 	}
 	offer(5, 1) // 20 admitted over 200 ms (with the frames over() just counted): judged
-	f.roll(f.until)
+	f.Roll(f.until)
 	if f.level == 0 || f.start == start {
 		t.Fatalf("share %d, window from %d: want a share from the 200 ms window", f.level, f.start)
 	}
@@ -215,7 +215,7 @@ func TestFairShareThinWindow(t *testing.T) {
 	start = f.start
 	for f.start == start {
 		offer(1, 0)
-		f.roll(f.until)
+		f.Roll(f.until)
 		if f.until-start > 2*fairMaxWindowNanos {
 			t.Fatalf("a thin window went on past %v", time.Duration(fairMaxWindowNanos))
 		}
@@ -229,27 +229,27 @@ func TestFairShareThinWindow(t *testing.T) {
 // window, its share's part for the time gone by plus an eighth of the
 // share (at least 2), and never more than the share.
 func TestFairSharePaced(t *testing.T) {
-	var f fairShare
-	a, b := fairSlot([]byte("a")), fairSlot([]byte("b"))
-	f.roll(1)
+	var f Fair
+	a, b := Slot([]byte("a")), Slot([]byte("b"))
+	f.Roll(1)
 	for i := 0; i < 100; i++ { // a asks for 100, b for 10; 50 admitted
-		f.over(a)
+		f.Over(a)
 		if i < 40 {
-			f.admit(a)
+			f.Admit(a)
 		}
 	}
 	for i := 0; i < 10; i++ {
-		f.over(b)
-		f.admit(b)
+		f.Over(b)
+		f.Admit(b)
 	}
-	f.roll(1 + fairWindowNanos)
+	f.Roll(1 + fairWindowNanos)
 	if f.level != 40 {
 		t.Fatalf("share %d, want 40", f.level)
 	}
 	admitted := func(at int64) int {
 		n := 0
-		for !f.overPaced(a, f.start+at) {
-			f.admit(a)
+		for !f.OverPaced(a, f.start+at) {
+			f.Admit(a)
 			n++
 		}
 		return n
@@ -269,7 +269,7 @@ func TestFairSharePaced(t *testing.T) {
 			t.Errorf("at %v of the window: %d admitted, want %d", time.Duration(c.at), got, c.want)
 		}
 	}
-	if f.overPaced(b, f.start) {
+	if f.OverPaced(b, f.start) {
 		t.Error("a slot under its share refused at the start of the window")
 	}
 }
