@@ -176,12 +176,8 @@ func (l *loop) run() {
 	if err := l.p.attach(); err != nil { // per-thread backend setup (io_uring: the ring)
 		l.e.fail(err)
 	}
-	if l.stage != nil && l.p.recvMode() {
-		// An armed recv delivers a parked connection's bytes anyway, so a
-		// long park saves no read there; and it left frames admitted
-		// 150 ms late (io_uring, 1,000 connections, 200 µs, 10x: admitted
-		// p99 152-170 ms against 0.90-0.92 ms without sparse parks).
-		l.stage.longPark = false
+	if l.stage != nil {
+		l.stage.attached(l.p.recvMode())
 	}
 	l.now = l.e.clock()
 	for !l.exiting {

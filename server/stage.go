@@ -177,6 +177,17 @@ func newStage(l *loop, sc stageConfig) *stage {
 	return s
 }
 
+// attached learns, once the loop's backend is set up on its thread,
+// whether connections are read by completion (io_uring's recv mode). There
+// a recv armed before a park brings the connection's bytes anyway, so a
+// long park saves no read and only ages the frames it holds: long parks
+// are off (docs/OVERLOAD.md#held-refusals-and-parked-reads).
+func (s *stage) attached(recvMode bool) {
+	if recvMode {
+		s.longPark = false
+	}
+}
+
 // overloaded reports the loop's overload judgement (shed.Busy): its queue
 // (the sockets and the turn) has not been empty for long recently.
 func (s *stage) overloaded() bool { return s.busy.Overloaded() }
