@@ -1,0 +1,82 @@
+package shed
+
+import "time"
+
+// Held refusals and parked reads (docs/OVERLOAD.md, "Held refusals and
+// parked reads"). Writing one refusal alone costs about as much as serving
+// a trivial frame, so refusals wait to be written, in batches, and the
+// reads of a connection whose frames would all be refused wait with them.
+const (
+	// DerivedRejectFlush is RejectFlushDelay when the caps are derived:
+	// the short hold.
+	DerivedRejectFlush = int64(10 * time.Millisecond)
+	// LongHold is the long hold: a peer that keeps sending while refused
+	// gets its refusals in batches of up to RejectBatch per LongHold.
+	LongHold = int64(500 * time.Millisecond)
+	// RejectBatch refusals end a long hold early: they are written at once.
+	RejectBatch = 16
+	// ProbeTime is how long a peer found waiting for its refusals gets the
+	// short hold before the long one is tried again (2% of its time while
+	// it is refused).
+	ProbeTime = 50 * LongHold
+	// SparseGap: a connection whose next RejectBatch frames take at least
+	// this long at its own pace is sparse, and its reads may be parked
+	// with its refusals; a dense one's window would fill meanwhile.
+	SparseGap = int64(100 * time.Millisecond)
+	// IdleParkReads is how many long parks an idle, overloaded loop reads
+	// at once, to get back a few connections that may bring admissible
+	// frames.
+	IdleParkReads = 8
+)
+
+// Hold returns how long an out-queue holding only held refusals waits to
+// be written: short, or long for a peer on the long hold; a long hold that
+// gathered RejectBatch refusals is over (0).
+func Hold(short, long int64, onLong bool, held int32) int64 {
+	if !onLong {
+		return short
+	}
+	if held >= RejectBatch {
+		return 0
+	}
+	return long
+}
+
+// PeerWaits reports whether a long hold that ends found a peer that waits
+// for its refusals: it held a single refusal, or the peer sent nothing for
+// the second half of the hold (quiet, the time since it last sent). Such a
+// peer gets the short hold for ProbeTime.
+func PeerWaits(held int32, quiet, hold int64) bool { return held == 1 || quiet > hold/2 }
+
+// Pace is one connection's average time between frames, which tells a
+// sparse connection from a dense one. Its zero value has no measurement.
+type Pace struct {
+	readAt int64 // the last read
+	gap    int64 // average time between frames; 0: unknown
+	frames int32 // frames decoded since readAt
+}
+
+// Frame counts a decoded frame.
+func (p *Pace) Frame() { p.frames++ }
+
+// Read folds the time since the last read, divided by the frames it
+// brought, into the average (weight 1/4), at a read at now.
+func (p *Pace) Read(now int64) {
+	if n := int64(p.frames); n > 0 && p.readAt != 0 {
+		gap := (now - p.readAt) / n
+		if p.gap == 0 {
+			p.gap = gap
+		} else {
+			p.gap += (gap - p.gap) / 4
+		}
+	}
+	p.frames, p.readAt = 0, now
+}
+
+// Sparse reports whether the connection's next RejectBatch frames take at
+// least SparseGap at its pace.
+func (p *Pace) Sparse() bool { return p.gap*RejectBatch >= SparseGap }
+
+// BatchDue returns when the connection's next RejectBatch frames are due
+// at its pace, from now.
+func (p *Pace) BatchDue(now int64) int64 { return now + p.gap*RejectBatch }

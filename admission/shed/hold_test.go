@@ -1,0 +1,85 @@
+package shed
+
+import (
+	"testing"
+	"time"
+)
+
+// TestHold: the short hold, the long one, and a long hold that gathered a
+// batch is over.
+func TestHold(t *testing.T) {
+	short, long := DerivedRejectFlush, LongHold
+	for i, tc := range []struct {
+		onLong bool
+		held   int32
+		want   int64
+	}{
+		{false, 1, short},
+		{false, RejectBatch, short},
+		{true, 1, long},
+		{true, RejectBatch - 1, long},
+		{true, RejectBatch, 0},
+	} {
+		if got := Hold(short, long, tc.onLong, tc.held); got != tc.want {
+			t.Errorf("%d: Hold(long %v, held %d) = %d, want %d", i, tc.onLong, tc.held, got, tc.want)
+		}
+	}
+	if !PeerWaits(1, 0, long) || !PeerWaits(3, long/2+1, long) || PeerWaits(3, long/2, long) {
+		t.Error("PeerWaits: one refusal held, or quiet for the second half")
+	}
+}
+
+// TestPace: the average time between frames, by reads, and the sparse
+// judgement.
+func TestPace(t *testing.T) {
+	ms := int64(time.Millisecond)
+	var p Pace
+	p.Read(100 * ms) // the first read sets the clock
+	if p.Sparse() {
+		t.Fatal("sparse with no measurement")
+	}
+	p.Frame()
+	p.Frame()
+	p.Read(120 * ms) // two frames in 20 ms: 10 ms apart
+	if p.gap != 10*ms || !p.Sparse() || p.BatchDue(0) != 10*ms*RejectBatch {
+		t.Fatalf("gap %d sparse %v", p.gap, p.Sparse())
+	}
+	for i := 0; i < 4; i++ {
+		p.Frame()
+	}
+	p.Read(124 * ms) // 1 ms apart: the average moves a quarter of the way
+	if want := 10*ms + (ms-10*ms)/4; p.gap != want {
+		t.Errorf("gap %d, want %d", p.gap, want)
+	}
+	for i := 0; i < 20; i++ {
+		for j := 0; j < 10; j++ {
+			p.Frame()
+		}
+		p.Read(124*ms + int64(i+1)*ms) // 0.1 ms apart
+	}
+	if p.Sparse() {
+		t.Errorf("dense connection (gap %v) judged sparse", time.Duration(p.gap))
+	}
+}
+
+// TestPredictedLong: frames ahead and one in service, over the workers,
+// plus its own service, against the limit; an empty queue takes a frame.
+func TestPredictedLong(t *testing.T) {
+	us := int64(time.Microsecond)
+	cases := []struct {
+		ahead, workers int
+		svc, limit     int64
+		want           bool
+	}{
+		{0, 1, 1000 * us, 1, false},       // an empty queue takes the frame
+		{1, 1, 200 * us, 600 * us, false}, // (1+1)·200 + 200 = 600, not more
+		{1, 1, 200 * us, 599 * us, true},
+		{3, 4, 200 * us, 400 * us, false}, // 4·200 + 800 = 1600 = 400·4
+		{4, 4, 200 * us, 400 * us, true},
+	}
+	for i, tc := range cases {
+		if got := PredictedLong(tc.ahead, tc.workers, tc.svc, tc.limit); got != tc.want {
+			t.Errorf("%d: PredictedLong(%d, %d, %d, %d) = %v, want %v", i, tc.ahead, tc.workers, tc.svc, tc.limit, got, tc.want)
+		}
+	}
+}
