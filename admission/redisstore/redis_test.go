@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,8 +148,17 @@ func newClient(t testing.TB) *redis.Client {
 }
 
 // prefix returns a key prefix unique to the test, so tests share the server
-// without sharing keys.
-func prefix(t testing.TB) string { return "test:" + t.Name() + ":" }
+// without sharing keys: the same for every call in one run of a test, and
+// another for each run (with -count=3 the runs share the server too).
+func prefix(t testing.TB) string {
+	p, _ := prefixes.LoadOrStore(t, fmt.Sprintf("test:%s:%d:", t.Name(), prefixSeq.Add(1)))
+	return p.(string)
+}
+
+var (
+	prefixes  sync.Map // testing.TB → its prefix
+	prefixSeq atomic.Int64
+)
 
 func redisClientAt(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond, MaintNotificationsConfig: noMaint()})
