@@ -5,12 +5,12 @@
 //
 // It owns the law, as pure types with time passed in (nanoseconds of one
 // monotonic clock): the service-time estimate and the queueing-delay caps
-// derived from it (Caps: C = 2·S, L = 8·C), the overload judgement over a
-// busy window with hysteresis (Busy), the cap a frame of each priority
-// gets (Caps.For), max-min fair shares between tenants (Fair), the worker
-// pool's predicted wait (PredictedLong), and the holding of refusals and
-// parking of reads (Hold, PeerWaits, Pace). CoDel itself, tenant quotas
-// and the listen gate are package admission's.
+// derived from it (Caps: C = 2·S, L = max(8·C, C + 2·hold)), the overload
+// judgement over a busy window with hysteresis (Busy), the cap a frame of
+// each priority gets (Caps.For), max-min fair shares between tenants
+// (Fair), the worker pool's predicted wait (PredictedLong), and the
+// holding of refusals and parking of reads (Hold, PeerWaits, Pace). CoDel
+// itself, tenant quotas and the listen gate are package admission's.
 //
 // It refuses to own mechanism: it touches no socket, loop, list or
 // connection, reads no clock and starts no goroutine. The engine keeps
