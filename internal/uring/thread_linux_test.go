@@ -121,7 +121,12 @@ func TestCloseCancelsInFlight(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if el := time.Since(start); el > 500*time.Millisecond { // closeDrain is 1s
-		t.Errorf("Close took %v: the cancellation did not complete at once", el)
+	// A Close whose cancellation never completed waits out closeDrain (1 s)
+	// by construction, so a Close that took less did not; the bound is the
+	// one that tells the two apart, not a margin under it that a loaded
+	// machine could eat (a prompt cancellation is a few system calls).
+	const closeDrain = time.Second // ring_linux.go's closeDrain
+	if el := time.Since(start); el >= closeDrain {
+		t.Errorf("Close took %v: it waited out the %v drain, the cancellation did not complete", el, closeDrain)
 	}
 }
