@@ -5,6 +5,8 @@ import (
 	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // acceptPhase accepts up to MaxAcceptPerTurn connections when the listener
@@ -26,7 +28,7 @@ func (l *loop) acceptPhase() {
 		if !l.e.reserveConn() {
 			return // at MaxConns; the loop that reached it closes the gate
 		}
-		fd, peer, en := l.p.accept(l.lis.fd)
+		fd, peer, en := l.p.Accept(l.lis.fd)
 		if en != 0 {
 			l.e.unreserveConn()
 			switch en {
@@ -75,7 +77,7 @@ func (l *loop) acceptError(en unix.Errno) {
 
 // open registers a freshly accepted fd as a connection and calls OnOpen.
 func (l *loop) open(fd int, peer netip.AddrPort) {
-	if en := setNoDelay(fd); en != 0 {
+	if en := netpoll.SetNoDelay(fd); en != 0 {
 		l.acceptError(en) // the peer may already be gone; carry on without TCP_NODELAY
 	}
 	l.gen++
@@ -87,7 +89,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	if s := l.stage; s != nil {
 		s.opened(c)
 	}
-	if err := l.p.add(fd, connEvents, uint32(c.gen)); err != nil {
+	if err := l.p.Add(fd, connEvents, uint32(c.gen)); err != nil {
 		sysClose(fd)
 		l.e.unreserveConn()
 		var en unix.Errno
@@ -107,7 +109,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 // acceptReject accepts one connection while the gate is rejecting and
 // refuses it at once (rejectConn). It reports whether to go on accepting.
 func (l *loop) acceptReject() bool {
-	fd, _, en := l.p.accept(l.lis.fd)
+	fd, _, en := l.p.Accept(l.lis.fd)
 	switch en {
 	case 0:
 		l.rejectConn(fd)

@@ -1,6 +1,10 @@
 package server
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
+)
 
 // Backend says how an engine's loops learn that their sockets are ready.
 // Reads, writes and accepts are the same system calls on every backend;
@@ -59,10 +63,7 @@ var testBackend Backend
 
 // uringCheck reports why the io_uring backend cannot run here, or nil; a
 // variable so a test can play a kernel without io_uring.
-var uringCheck = func() error {
-	_, err := uringUsable()
-	return err
-}
+var uringCheck = netpoll.CheckURing
 
 // chooseBackend settles which backend New's engine runs, logging once why
 // io_uring was refused.

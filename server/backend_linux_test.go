@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/internal/uring"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 func TestBackendNames(t *testing.T) {
@@ -85,7 +87,7 @@ func TestBackendEcho(t *testing.T) {
 			if testBackend != BackendEpoll {
 				want = testBackend
 			}
-			if _, err := uringUsable(); err != nil {
+			if err := netpoll.CheckURing(); err != nil {
 				want = BackendEpoll
 			}
 			if e.Backend() != want {

@@ -1,5 +1,7 @@
 package server
 
+import "github.com/sluicenet/sluice/server/internal/netpoll"
+
 // requestClose starts a graceful close: c reads nothing more, its queued
 // output is flushed (bounded by the write-stall timeout), then closeNow.
 func (l *loop) requestClose(c *Conn, cause error) {
@@ -45,7 +47,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 		l.bp.outBytes -= c.outBytes
 		c.outBytes, c.outMsgs = 0, 0
 	}
-	l.p.forget(int(c.fd))
+	l.p.Forget(int(c.fd))
 	sysClose(int(c.fd))
 	l.conns[c.fd] = nil
 	l.nconns--
@@ -62,13 +64,13 @@ func (l *loop) closeNow(c *Conn, cause error) {
 }
 
 // hangupCause is the close cause for EPOLLHUP/EPOLLERR on a connection that
-// is not reading, or whose poll failed (evFail: the backend can no longer
-// watch it).
-func (l *loop) hangupCause(c *Conn, ev uint32) error {
-	if ev&evFail != 0 {
+// is not reading, or whose poll failed (netpoll.Fail: the backend can no
+// longer watch it).
+func (l *loop) hangupCause(c *Conn, ev netpoll.Events) error {
+	if ev&netpoll.Fail != 0 {
 		return errPollFailed
 	}
-	if err := sockError(int(c.fd)); err != nil {
+	if err := netpoll.SockError(int(c.fd)); err != nil {
 		return err
 	}
 	return ErrPeerClosed

@@ -94,7 +94,7 @@ func (l *loop) armTimerfd() {
 	if next == math.MaxInt64 || l.timerAt > l.now && l.timerAt <= next {
 		return
 	}
-	if err := l.p.armTimer(next - l.now); err != nil {
+	if err := l.p.ArmTimer(next - l.now); err != nil {
 		l.e.fail(err)
 		return
 	}

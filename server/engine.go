@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // Engine states.
@@ -68,7 +70,7 @@ type Engine struct {
 // serves one engine. It returns ErrUnsupported on systems other than
 // Linux.
 func New(cfg Config, h Handler) (*Engine, error) {
-	if !platformSupported {
+	if !netpoll.Supported {
 		return nil, ErrUnsupported
 	}
 	if h == nil {
@@ -97,7 +99,9 @@ func New(cfg Config, h Handler) (*Engine, error) {
 	e.loops = make([]*loop, e.cfg.Loops)
 	for i := range e.loops {
 		e.loops[i] = newLoop(e, i)
-		e.loops[i].p.use(e.backend)
+		if e.backend == BackendIOURing {
+			e.loops[i].p.UseURing()
+		}
 	}
 	return e, nil
 }
@@ -126,17 +130,17 @@ func (e *Engine) Start() error {
 		return err
 	}
 	for _, l := range e.loops {
-		if err := l.p.open(e.cfg.MaxEventsPerWait); err != nil {
+		if err := l.p.Open(e.cfg.MaxEventsPerWait); err != nil {
 			e.closeAll()
 			return err
 		}
 		l.buf = make([]byte, e.cfg.ReadBufferBytes)
 		l.tasks = make([]task, e.cfg.MaxInboxTasksPerTurn)
-		ev := uint32(evIn)
+		ev := netpoll.In
 		if l.lis.shared {
-			ev |= evExclusive
+			ev |= netpoll.Exclusive
 		}
-		if err := l.p.add(l.lis.fd, ev, 0); err != nil {
+		if err := l.p.Add(l.lis.fd, ev, 0); err != nil {
 			e.closeAll()
 			return err
 		}
@@ -163,8 +167,8 @@ func (e *Engine) listen() error {
 			l.lis.fd, l.lis.shared = e.loops[0].lis.fd, true
 			continue
 		}
-		fd, bound, err := listenTCP(addr, listenOpts{reusePort: !shared, backlog: e.cfg.Backlog,
-			sndBuf: e.cfg.SocketSendBufferBytes, rcvBuf: e.cfg.SocketRecvBufferBytes})
+		fd, bound, err := netpoll.Listen(addr, netpoll.ListenConfig{ReusePort: !shared, Backlog: e.cfg.Backlog,
+			SndBuf: e.cfg.SocketSendBufferBytes, RcvBuf: e.cfg.SocketRecvBufferBytes, Control: listenHook})
 		if err != nil {
 			e.closeAll()
 			return err
@@ -188,7 +192,7 @@ func (e *Engine) closeAll() {
 			sysClose(l.lis.fd)
 		}
 		l.lis.fd, l.lis.in = -1, false
-		l.p.close()
+		l.p.Close()
 	}
 }
 

@@ -3,6 +3,8 @@ package server
 import (
 	"math"
 	"time"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // The listen gate: the listening fd leaves the epoll set of every loop
@@ -14,14 +16,14 @@ import (
 
 // listener is a loop's listening socket and its part in the gate.
 type listener struct {
-	fd          int     // listening fd, -1 once released
-	shared      bool    // fd is shared by all loops (AcceptExclusive)
-	in          bool    // fd is in the epoll set
-	ready       bool    // fd was reported readable by this turn's wait
-	pausedUntil int64   // EMFILE pause: keep the listener out until then (0: none)
-	rejecting   bool    // the admission gate is GateRejecting: accept only to refuse
-	nextSample  int64   // next accept-queue sample (loop clock)
-	info        tcpInfo // getsockopt scratch of sampleAcceptQueue
+	fd          int             // listening fd, -1 once released
+	shared      bool            // fd is shared by all loops (AcceptExclusive)
+	in          bool            // fd is in the epoll set
+	ready       bool            // fd was reported readable by this turn's wait
+	pausedUntil int64           // EMFILE pause: keep the listener out until then (0: none)
+	rejecting   bool            // the admission gate is GateRejecting: accept only to refuse
+	nextSample  int64           // next accept-queue sample (loop clock)
+	info        netpoll.TCPInfo // getsockopt scratch of sampleAcceptQueue
 }
 
 // sampleNanos spaces a loop's accept-queue samples (one getsockopt), and
@@ -57,13 +59,13 @@ func (l *loop) wantListen() bool {
 func (l *loop) setListening(on bool) {
 	var err error
 	if on {
-		ev := uint32(evIn)
+		ev := netpoll.In
 		if l.lis.shared {
-			ev |= evExclusive
+			ev |= netpoll.Exclusive
 		}
-		err = l.p.add(l.lis.fd, ev, 0)
+		err = l.p.Add(l.lis.fd, ev, 0)
 	} else {
-		err = l.p.del(l.lis.fd)
+		err = l.p.Del(l.lis.fd)
 	}
 	if err != nil {
 		l.e.fail(err)
@@ -80,7 +82,7 @@ func (l *loop) releaseListener() {
 		return
 	}
 	if l.lis.in {
-		l.p.del(l.lis.fd)
+		l.p.Del(l.lis.fd)
 		l.lis.in = false
 	}
 	if !l.lis.shared || l.e.sharedRefs.Add(-1) == 0 {
@@ -189,11 +191,11 @@ func (l *loop) sampleAcceptQueue() {
 	if l.lis.fd < 0 || l.lis.shared && l.id != 0 {
 		return
 	}
-	depth, limit, ok := listenQueue(l.lis.fd, &l.lis.info)
+	depth, limit, ok := netpoll.ListenQueue(l.lis.fd, &l.lis.info)
 	if !ok {
 		return
 	}
-	depth += uint32(l.p.acceptQueued())
+	depth += uint32(l.p.AcceptQueued())
 	l.st[gAcceptDepth], l.st[gAcceptLimit] = uint64(depth), uint64(limit)
 	l.pub[gAcceptDepth].Store(uint64(depth))
 	l.pub[gAcceptLimit].Store(uint64(limit))

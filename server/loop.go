@@ -7,6 +7,8 @@ import (
 
 	"github.com/sluicenet/sluice/ioflush"
 	"github.com/sluicenet/sluice/protocol"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // loop is one event loop: a goroutine locked to its OS thread that owns an
@@ -26,7 +28,7 @@ type loop struct {
 	m     atomic.Uintptr // getm() of the loop goroutine while it runs, else 0
 	awake atomic.Bool    // true: the loop will look at its inbox without an eventfd write
 
-	p       poller
+	p       netpoll.Dispatcher
 	flusher ioflush.Flusher
 	buf     []byte      // the loop's read buffer
 	pools   bufferPools // output chunks, out-queues, input buffers, scratch (buffers.go)
@@ -123,7 +125,7 @@ func (l *loop) onLoop() bool { return getm() == l.m.Load() }
 // while it is awake (it checks the inbox before it sleeps again).
 func (l *loop) wakeup() {
 	if l.awake.CompareAndSwap(false, true) {
-		l.p.wake()
+		l.p.Wake()
 	}
 }
 
@@ -173,11 +175,11 @@ func (l *loop) run() {
 	runtime.LockOSThread() // never unlocked: the thread exits with the loop
 	l.m.Store(getm())
 	defer l.exit()
-	if err := l.p.attach(); err != nil { // per-thread backend setup (io_uring: the ring)
+	if err := l.p.Attach(); err != nil { // per-thread backend setup (io_uring: the ring)
 		l.e.fail(err)
 	}
 	if l.stage != nil {
-		l.stage.attached(l.p.recvMode())
+		l.stage.attached(l.p.RecvMode())
 	}
 	l.now = l.e.clock()
 	for !l.exiting {
@@ -227,7 +229,7 @@ func (l *loop) wait() (int, error) {
 	// a policy stage, which reads "slept" as "woken by fresh events"
 	// (queue delay, loop lag), has the loop always poll before it sleeps.
 	if l.pace.lastEvents > 1 || l.stage.pollsFirst() || !l.idle() {
-		n, err = l.p.wait(false)
+		n, err = l.p.Wait(false)
 	}
 	if err == nil && n == 0 && l.idle() && l.stage.beforeSleep() {
 		l.pace.lastEvents = 0 // the stage has deferred work to do instead of sleeping
@@ -240,9 +242,9 @@ func (l *loop) wait() (int, error) {
 			l.st[cBlockingWaits]++
 			l.pace.slept, l.pace.sleptSinceYield = true, true
 			if pl := l.e.pool; pl != nil && pl.active() {
-				n, err = l.p.park() // a worker may need this P meanwhile
+				n, err = l.p.Park() // a worker may need this P meanwhile
 			} else {
-				n, err = l.p.wait(true)
+				n, err = l.p.Wait(true)
 			}
 		}
 		l.awake.Store(true)
@@ -253,7 +255,7 @@ func (l *loop) wait() (int, error) {
 	l.pace.lastEvents = n
 	l.st[cEvents] += uint64(n)
 	for i := 0; i < n; i++ {
-		if fd, tag, _ := l.p.event(i); tag == 0 && fd == l.lis.fd {
+		if fd, tag, _ := l.p.Event(i); tag == 0 && fd == l.lis.fd {
 			l.lis.ready = true
 		}
 	}
@@ -302,7 +304,7 @@ func (l *loop) readyPhase() {
 // ioPhase dispatches this turn's events (see run for the order).
 func (l *loop) ioPhase(n int) {
 	for i := 0; i < n; i++ {
-		fd, tag, ev := l.p.event(i)
+		fd, tag, ev := l.p.Event(i)
 		if tag == 0 {
 			continue // listener, timerfd, eventfd: handled by their phases
 		}
@@ -311,35 +313,35 @@ func (l *loop) ioPhase(n int) {
 			l.st[cStaleEvents]++
 			continue
 		}
-		if ev&evData != 0 { // recv mode: bytes delivered with the completion
-			data, res := l.p.received(i)
+		if ev&netpoll.Data != 0 { // recv mode: bytes delivered with the completion
+			data, res := l.p.Received(i)
 			l.recvEvent(c, data, res)
 			l.flushEarly(c)
 			continue
 		}
-		if ev&evSent != 0 { // recv mode: a send completed
-			_, res := l.p.received(i)
+		if ev&netpoll.Sent != 0 { // recv mode: a send completed
+			_, res := l.p.Received(i)
 			l.sendDone(c, res)
 			continue
 		}
-		if ev&evOut != 0 && c.flags&fOutArmed != 0 && l.p.recvMode() {
+		if ev&netpoll.Out != 0 && c.flags&fOutArmed != 0 && l.p.RecvMode() {
 			l.roomForSend(c) // a send the full socket gave back (sendq_linux.go)
 			if c.flags&fClosed != 0 {
 				continue
 			}
-		} else if ev&evOut != 0 && c.flags&fOutArmed != 0 {
+		} else if ev&netpoll.Out != 0 && c.flags&fOutArmed != 0 {
 			l.flushConn(c)
 			if c.flags&fClosed != 0 {
 				continue
 			}
 		}
-		if ev&(evIn|evRdHup|evHup|evErr) == 0 {
+		if ev&(netpoll.In|netpoll.RdHup|netpoll.Hup|netpoll.Err) == 0 {
 			continue
 		}
-		if ev&(evRdHup|evHup|evErr) != 0 {
+		if ev&(netpoll.RdHup|netpoll.Hup|netpoll.Err) != 0 {
 			c.flags |= fRdHup
 		}
-		if ev&(evHup|evErr) != 0 && (!c.readable() || ev&evFail != 0) && c.flags&fClosed == 0 {
+		if ev&(netpoll.Hup|netpoll.Err) != 0 && (!c.readable() || ev&netpoll.Fail != 0) && c.flags&fClosed == 0 {
 			l.closeNow(c, l.hangupCause(c, ev))
 			continue
 		}
@@ -371,8 +373,8 @@ const yieldEveryNanos = int64(5 * time.Millisecond)
 // a frame late, the admitted p50 at 5x 7.3 ms against epoll's 4.9 ms).
 func (l *loop) yield(now int64) {
 	l.pace.yieldAt, l.pace.sleptSinceYield = now, false
-	if l.p.recvMode() {
-		if err := l.p.submitNow(); err != nil {
+	if l.p.RecvMode() {
+		if err := l.p.SubmitNow(); err != nil {
 			l.e.fail(err)
 		}
 	}
@@ -418,7 +420,7 @@ func (l *loop) exit() {
 	l.releaseListener()
 	l.m.Store(0)
 	l.inbox.close() // after this no goroutine touches l.p
-	l.p.close()
+	l.p.Close()
 	l.publish()
 	l.e.loopDone()
 }

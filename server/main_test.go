@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 func TestMain(m *testing.M) {
@@ -76,7 +78,7 @@ func startWith(t testing.TB, cfg Config, h Handler, adjust func(*Engine)) *Engin
 // checkBackend reports an engine that does not run the suite's backend
 // (SLUICE_TEST_BACKEND) although the kernel offers it.
 func checkBackend(e *Engine) error {
-	if _, err := uringUsable(); testBackend == BackendIOURing && err == nil && e.Backend() != BackendIOURing {
+	if err := netpoll.CheckURing(); testBackend == BackendIOURing && err == nil && e.Backend() != BackendIOURing {
 		return fmt.Errorf("engine runs %v, want %v", e.Backend(), testBackend)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/protocol"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // TestLoopParksWhilePoolBusy, on each backend: a loop that sleeps while
@@ -28,7 +30,7 @@ func TestLoopParksWhilePoolBusy(t *testing.T) { poolOnEachBackend(t, testLoopPar
 func poolOnEachBackend(t *testing.T, test func(*testing.T, func(PoolConfig) *Engine)) {
 	for _, b := range []Backend{BackendEpoll, BackendIOURing} {
 		t.Run(b.String(), func(t *testing.T) {
-			if _, err := uringUsable(); b == BackendIOURing && err != nil {
+			if err := netpoll.CheckURing(); b == BackendIOURing && err != nil {
 				t.Skipf("io_uring backend unavailable: %v", err)
 			}
 			test(t, func(pc PoolConfig) *Engine {

@@ -350,7 +350,7 @@ func (p *pool) worker() {
 const poolYieldNanos = int64(500 * time.Microsecond)
 
 // active reports whether a task is queued or running: a worker may need a
-// P, so a loop that sleeps gives its P up at once (poller.park).
+// P, so a loop that sleeps gives its P up at once (Dispatcher.Park).
 func (p *pool) active() bool { return p.busy.Load() > 0 }
 
 // starved reports whether a frame waits in the queue while a worker is not

@@ -24,7 +24,7 @@ import (
 // behind the data, and no edge will come for it, so the loop reads on until
 // end of file or EAGAIN (TestEdgeShortReadFIN).
 func (l *loop) readConn(c *Conn, edge bool) {
-	if l.p.recvMode() {
+	if l.p.RecvMode() {
 		l.recvResume(c, edge) // bytes come with completions (recv.go), not read(2)
 		return
 	}

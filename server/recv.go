@@ -6,13 +6,13 @@ import (
 )
 
 // The read path in recv mode (the io_uring backend with its provided buffer
-// ring, poller.recvMode): the kernel delivers a connection's bytes with a
-// recv completion, in a buffer of the loop's shared ring, so the loop never
-// calls read(2). A recv stays armed across completions until it has
-// brought about recvCapBytes (below 8 KiB in all; one buffer when the
-// kernel has no multishot cap and each recv is single), and the loop arms
-// the next one (recvMore) only when the connection may read and holds
-// nothing: a connection that stops reading (backpressure,
+// ring, Dispatcher.RecvMode): the kernel delivers a connection's bytes with
+// a recv completion, in a buffer of the loop's shared ring, so the loop
+// never calls read(2). A recv stays armed across completions until it has
+// brought about its cap, one ring buffer (below 8 KiB in all; one buffer
+// when the kernel has no multishot cap and each recv is single), and the
+// loop arms the next one (recvMore) only when the connection may read and
+// holds nothing: a connection that stops reading (backpressure,
 // MaxFramesPerTurn, its read budget, the admission stage's slow list,
 // MaxQueuedBytes) leaves the rest in the socket as with epoll, and what
 // the recv under way still brings waits in the loop's held table (copied
@@ -44,7 +44,7 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 		return
 	}
 	if c.flags&(fClosed|fEOF) != 0 || c.closing != nil {
-		l.p.recvOff(int(c.fd)) // closing: input is dropped, as epoll leaves it unread
+		l.p.RecvOff(int(c.fd)) // closing: input is dropped, as epoll leaves it unread
 		return
 	}
 	l.st[cReads]++
@@ -129,9 +129,9 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 	l.recvMore(c)
 }
 
-// recvMore asks for c's next bytes (poller.recvOn) once it holds none and
-// may read: a recv that ended (at its cap) is armed again only here, and
-// recvOn leaves one still armed alone, so what the loop holds for a
+// recvMore asks for c's next bytes (Dispatcher.RecvOn) once it holds none
+// and may read: a recv that ended (at its cap) is armed again only here, and
+// RecvOn leaves one still armed alone, so what the loop holds for a
 // connection it cannot serve is at most what the recv under way brings
 // before its cap (below 8 KiB), and the kernel keeps the rest in the
 // socket as with epoll. With nothing held, an end of file the recv
@@ -147,7 +147,7 @@ func (l *loop) recvMore(c *Conn) {
 	if s := l.stage; s != nil && s.parked(c) {
 		return
 	}
-	l.p.recvOn(int(c.fd))
+	l.p.RecvOn(int(c.fd))
 }
 
 // holdIn appends data to the bytes c received and has not taken yet.

@@ -7,6 +7,8 @@ import (
 	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/ioflush"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // Refusals are mechanism: whoever decided (the admission stage, the worker
@@ -65,7 +67,7 @@ func (l *loop) rejectConn(fd int) {
 	l.refused(admission.ReasonGlobal)
 	if l.rejecter != nil {
 		b := l.rejecter.AppendReject(l.buf[:0], nil, admission.ReasonGlobal.String(), backlogRetryAfter)
-		sysWrite(fd, b)
+		netpoll.Write(fd, b)
 	}
 	sysClose(fd)
 }

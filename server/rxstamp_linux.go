@@ -16,7 +16,7 @@ package server
 // It answers the overload issue's question whether the queue the loop
 // cannot see (bytes waiting in the socket before the loop reads them)
 // matters; see docs/OVERLOAD.md. The default build has none of this: the
-// indirection is sysRead and listenHook (sys_linux.go).
+// indirection is sysRead and listenHook (sys.go).
 
 import (
 	"fmt"

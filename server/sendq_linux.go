@@ -31,7 +31,7 @@ func (l *loop) roomForSend(c *Conn) {
 		return // a send is in flight (a late edge) or none waits
 	}
 	c.flags &^= fOutArmed
-	if err := l.p.mod(int(c.fd), connEvents, uint32(c.gen)); err != nil {
+	if err := l.p.Mod(int(c.fd), connEvents, uint32(c.gen)); err != nil {
 		l.closeNow(c, err)
 		return
 	}
@@ -49,7 +49,7 @@ func (l *loop) flushSend(c *Conn) {
 	if limit <= 0 {
 		limit = math.MaxInt
 	}
-	iovs, err := l.p.sendIovecs(min(q.segs.Len(), ioflush.MaxIovecs))
+	iovs, err := l.p.SendIovecs(min(q.segs.Len(), ioflush.MaxIovecs))
 	if err != nil {
 		l.closeNow(c, err)
 		return
@@ -64,7 +64,7 @@ func (l *loop) flushSend(c *Conn) {
 		l.st[cFlushBudgetSpent]++ // the rest goes with the next send
 	}
 	l.observeOutQueue(c.outBytes)
-	if err := l.p.send(int(c.fd), iovs); err != nil {
+	if err := l.p.Send(int(c.fd), iovs); err != nil {
 		l.closeNow(c, err)
 		return
 	}
@@ -86,7 +86,7 @@ func (l *loop) sendDone(c *Conn, res int32) {
 		// EPOLLOUT poll; fOutArmed stays set, sending zero says so)
 		c.sending = 0
 		l.st[cOutArms]++
-		if err := l.p.mod(int(c.fd), connEventsOut, uint32(c.gen)); err != nil {
+		if err := l.p.Mod(int(c.fd), connEventsOut, uint32(c.gen)); err != nil {
 			l.closeNow(c, err)
 		}
 		return
@@ -138,10 +138,10 @@ func (l *loop) sendDone(c *Conn, res int32) {
 // (the kernel may still be reading it), and c lets go of it. It reports
 // whether it did.
 func (l *loop) orphanOut(c *Conn) bool {
-	if c.flags&fOutArmed == 0 || c.out == nil || !l.p.recvMode() {
+	if c.flags&fOutArmed == 0 || c.out == nil || !l.p.RecvMode() {
 		return false
 	}
-	if !l.p.orphanSend(int(c.fd), &c.out.segs) {
+	if !l.p.OrphanSend(int(c.fd), &c.out.segs) {
 		return false
 	}
 	c.out, c.tailChunk = nil, nil

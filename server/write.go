@@ -5,12 +5,14 @@ import (
 
 	"github.com/sluicenet/sluice/ioflush"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // connEvents is a connection's epoll interest without and with EPOLLOUT.
 const (
-	connEvents    = evIn | evRdHup | evEdge
-	connEventsOut = connEvents | evOut
+	connEvents    = netpoll.In | netpoll.RdHup | netpoll.Edge
+	connEventsOut = connEvents | netpoll.Out
 )
 
 // flushPhase writes each dirty connection once (one budgeted writev) and
@@ -55,7 +57,7 @@ func (l *loop) flushEarly(c *Conn) {
 		return
 	}
 	l.flushConn(c)
-	if l.pace.slowFrames && l.p.recvMode() {
+	if l.pace.slowFrames && l.p.RecvMode() {
 		l.submitEarly()
 	}
 }
@@ -83,7 +85,7 @@ func (l *loop) submitEarly() {
 	}
 	l.pace.submitAt = t
 	l.st[cEarlySubmits]++
-	if err := l.p.submitNow(); err != nil {
+	if err := l.p.SubmitNow(); err != nil {
 		l.e.fail(err)
 	}
 }
@@ -96,7 +98,7 @@ func (l *loop) flushConn(c *Conn) {
 	if q == nil {
 		return
 	}
-	if l.p.recvMode() {
+	if l.p.RecvMode() {
 		l.flushSend(c) // through the ring (sendq_linux.go)
 		return
 	}
@@ -128,7 +130,7 @@ func (l *loop) flushConn(c *Conn) {
 		l.releaseOut(c)
 		if c.flags&fOutArmed != 0 {
 			c.flags &^= fOutArmed
-			if err := l.p.mod(int(c.fd), connEvents, uint32(c.gen)); err != nil {
+			if err := l.p.Mod(int(c.fd), connEvents, uint32(c.gen)); err != nil {
 				l.closeNow(c, err)
 				return
 			}
@@ -137,7 +139,7 @@ func (l *loop) flushConn(c *Conn) {
 		if c.flags&fOutArmed == 0 {
 			c.flags |= fOutArmed
 			l.st[cOutArms]++
-			if err := l.p.mod(int(c.fd), connEventsOut, uint32(c.gen)); err != nil {
+			if err := l.p.Mod(int(c.fd), connEventsOut, uint32(c.gen)); err != nil {
 				l.closeNow(c, err)
 				return
 			}

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
-package server
+package netpoll
 
 import (
 	"errors"
@@ -14,24 +14,16 @@ import (
 	"github.com/sluicenet/sluice/ringq"
 )
 
-// The io_uring backend's recv mode (see uringPoller): connections' recvs
+// The io_uring backend's recv mode (see URing): connections' recvs
 // and sends through the ring, their completions, and the buffers and
 // out-queues the kernel holds meanwhile.
-
-// evSent marks an event that is a send completion (recv mode): received(i)
-// has its result. Bit 25 is no EPOLL* flag.
-const evSent = 1 << 25
 
 // sendIovecCount is the iovecs the sends of one submission may use in all;
 // a send that needs more than are left submits what was prepared first.
 const sendIovecCount = 4096
 
-// evData marks an event that is a recv completion (recv mode): received(i)
-// has its bytes and result. Bit 26 is no EPOLL* flag.
-const evData = 1 << 26
-
 // recvCapBytes caps each arming of a connection's multishot recv
-// (uringPoller.recvCap): one provided buffer's worth. The completion that
+// (URing.recvCap): one provided buffer's worth. The completion that
 // reaches it may bring up to a buffer more, so what the kernel hands over
 // between two armings is below 8 KiB, against one buffer for a single recv.
 const recvCapBytes = recvBufBytes
@@ -48,38 +40,38 @@ const (
 	recvBufGroup = 1
 )
 
-// recvMode reports whether connections are read by completion: their bytes
-// come with evData events (received), never through read(2).
-func (p *uringPoller) recvMode() bool { return p.bufs != nil }
+// RecvMode reports whether connections are read by completion: their bytes
+// come with Data events (Received), never through read(2).
+func (p *URing) RecvMode() bool { return p.bufs != nil }
 
-// received returns the bytes and result of event i, a recv completion.
-func (p *uringPoller) received(i int) ([]byte, int32) {
+// Received returns the bytes and result of event i, a recv completion.
+func (p *URing) Received(i int) ([]byte, int32) {
 	e := &p.events[i]
 	return e.data, e.res
 }
 
-// recvOn re-arms fd's recv if recvOff stopped it.
-func (p *uringPoller) recvOn(fd int) {
+// RecvOn re-arms fd's recv if RecvOff stopped it.
+func (p *URing) RecvOn(fd int) {
 	if i, ok := p.lookup(fd); ok && p.regs[i].rOff {
 		p.regs[i].rOff = false
 		p.settle(i)
 	}
 }
 
-// recvOff stops fd's recv: the kernel keeps what arrives from now on in the
-// socket, and the loop gets no more of it until recvOn. Completions
+// RecvOff stops fd's recv: the kernel keeps what arrives from now on in the
+// socket, and the loop gets no more of it until RecvOn. Completions
 // already posted still come.
-func (p *uringPoller) recvOff(fd int) {
+func (p *URing) RecvOff(fd int) {
 	if i, ok := p.lookup(fd); ok && p.regs[i].recv && !p.regs[i].rOff {
 		p.regs[i].rOff = true
 		p.settle(i)
 	}
 }
 
-// sendIovecs returns n iovecs for a send to fill, valid until the
+// SendIovecs returns n iovecs for a send to fill, valid until the
 // submission that carries it returns (the kernel copies them there);
 // when the batch's are used up it submits what was prepared first.
-func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error) {
+func (p *URing) SendIovecs(n int) ([]unix.Iovec, error) {
 	if p.iovs == nil {
 		p.iovs = make([]unix.Iovec, sendIovecCount)
 	}
@@ -95,10 +87,10 @@ func (p *uringPoller) sendIovecs(n int) ([]unix.Iovec, error) {
 	return v, nil
 }
 
-// submitNow submits the sends prepared so far without waiting (the loop's
+// SubmitNow submits the sends prepared so far without waiting (the loop's
 // early submission in a turn of slow handlers). EBUSY and EAGAIN leave
 // them queued for the next wait, iovecs included.
-func (p *uringPoller) submitNow() error {
+func (p *URing) SubmitNow() error {
 	if _, err := p.ring.Submit(); err != nil {
 		if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EAGAIN) {
 			return nil
@@ -111,15 +103,15 @@ func (p *uringPoller) submitNow() error {
 
 // clearIovecs forgets the iovecs of what was just submitted (nothing in
 // them stays reachable).
-func (p *uringPoller) clearIovecs() {
+func (p *URing) clearIovecs() {
 	clear(p.iovs[:p.niovs])
 	p.niovs = 0
 }
 
 // send submits a sendmsg of iovs on fd (a send when there is one), with
-// the next wait; its completion comes as an evSent event. One send per
+// the next wait; its completion comes as an Sent event. One send per
 // connection is in flight at a time.
-func (p *uringPoller) send(fd int, iovs []unix.Iovec) error {
+func (p *URing) Send(fd int, iovs []unix.Iovec) error {
 	i, ok := p.lookup(fd)
 	if !ok {
 		return os.NewSyscallError("sendmsg", unix.ENOENT)
@@ -139,11 +131,11 @@ func (p *uringPoller) send(fd int, iovs []unix.Iovec) error {
 	return nil
 }
 
-// orphanSend hands the poller the out-queue of fd, about to be closed
+// OrphanSend hands the poller the out-queue of fd, about to be closed
 // with a send in flight: its bytes stay untouched until that send's
 // completion, which drops (releases) them. False if the send has completed
 // (its event not yet handled): the caller releases q itself.
-func (p *uringPoller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool {
+func (p *URing) OrphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool {
 	if i, ok := p.lookup(fd); ok && p.regs[i].sArmed {
 		p.regs[i].orphan = q
 		return true
@@ -151,16 +143,16 @@ func (p *uringPoller) orphanSend(fd int, q *ringq.Ring[ioflush.Segment]) bool {
 	return false // its completion is in hand already: the kernel is done with q
 }
 
-func (p *uringPoller) recvData(i uint32) uring.UserData {
+func (p *URing) recvData(i uint32) uring.UserData {
 	return uring.Pack(kindRecv, i, p.regs[i].gen)
 }
-func (p *uringPoller) recvCtlData(i uint32) uring.UserData {
+func (p *URing) recvCtlData(i uint32) uring.UserData {
 	return uring.Pack(kindRecvCtl, i, p.regs[i].gen)
 }
 
 // settleRecv arms the recv of a live connection that wants input, or
 // cancels one that is no longer wanted.
-func (p *uringPoller) settleRecv(i uint32) error {
+func (p *URing) settleRecv(i uint32) error {
 	r := &p.regs[i]
 	want := r.live && !r.rOff
 	switch {
@@ -194,11 +186,11 @@ func (p *uringPoller) settleRecv(i uint32) error {
 }
 
 // completeRecv handles a completion of registration i's recv: bytes become
-// an evData event (their buffer recycled at the next wait), end of file an
-// evData event with no bytes, an error an evData event with the negated
-// errno in res; -ENOBUFS (the ring ran dry) and -ECANCELED (recvOff, del)
+// an Data event (their buffer recycled at the next wait), end of file an
+// Data event with no bytes, an error an Data event with the negated
+// errno in res; -ENOBUFS (the ring ran dry) and -ECANCELED (RecvOff, del)
 // make none. A recv that ended is re-armed if still wanted.
-func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
+func (p *URing) completeRecv(i uint32, c uring.CQE, out int) int {
 	r := &p.regs[i]
 	if !r.rArmed {
 		p.dropBuffer(c)
@@ -221,22 +213,22 @@ func (p *uringPoller) completeRecv(i uint32, c uring.CQE, out int) int {
 	if !c.More() {
 		r.rArmed, r.rCancel = false, false
 		if !quiet {
-			r.rOff = true // the loop asks for more (recvOn) once it has taken this
+			r.rOff = true // the loop asks for more (RecvOn) once it has taken this
 		}
 		p.settle(i) // re-arm one that ran dry, free a removed one
 	}
 	if !r.live || quiet {
 		return out // bytes for a removed registration go back with the rest
 	}
-	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evIn | evData, res: c.Res, data: data}
+	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: In | Data, res: c.Res, data: data}
 	return out + 1
 }
 
-// completeSend handles the completion of registration i's send: an evSent
+// completeSend handles the completion of registration i's send: an Sent
 // event with its result for a live connection; for a closed one the
 // out-queue it was sending from is released now that the kernel is done
 // with it.
-func (p *uringPoller) completeSend(i uint32, c uring.CQE, out int) int {
+func (p *URing) completeSend(i uint32, c uring.CQE, out int) int {
 	r := &p.regs[i]
 	if !r.sArmed {
 		return out
@@ -251,12 +243,12 @@ func (p *uringPoller) completeSend(i uint32, c uring.CQE, out int) int {
 		p.settle(i) // free the record once nothing else is in flight
 		return out
 	}
-	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evSent, res: c.Res}
+	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: Sent, res: c.Res}
 	return out + 1
 }
 
 // dropBuffer gives back the buffer of a completion nobody will read.
-func (p *uringPoller) dropBuffer(c uring.CQE) {
+func (p *URing) dropBuffer(c uring.CQE) {
 	if p.bufs != nil && c.HasBuffer() {
 		if id, _, err := p.bufs.Take(c); err == nil {
 			p.lent = append(p.lent, id)

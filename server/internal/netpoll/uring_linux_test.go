@@ -1,9 +1,8 @@
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
-package server
+package netpoll
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -12,62 +11,23 @@ import (
 	"github.com/sluicenet/sluice/internal/uring"
 )
 
-// requireURing skips when the kernel refuses the io_uring backend.
-func requireURing(t *testing.T) {
-	t.Helper()
-	if _, err := uringUsable(); err != nil {
-		t.Skipf("io_uring backend unavailable: %v", err)
-	}
-}
-
-// tcpPair returns a nonblocking server-side fd and its client.
-func tcpPair(t *testing.T) (int, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := s.(*net.TCPConn).File()
-	s.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := unix.Dup(int(f.Fd()))
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.SetNonblock(fd, true)
-	return fd, c
-}
-
 // TestURingDelCloseSendsFIN: a multishot poll holds a reference to its file;
 // after del and close the next waits (the removal's submission, then its
 // completion) must let it go, so the peer sees end of file.
 func TestURingDelCloseSendsFIN(t *testing.T) {
 	requireURing(t)
-	p := openPollerOf(t, BackendIOURing)
+	p := openPollerOf(t, true)
 	fd, c := tcpPair(t)
-	if err := p.add(fd, connEvents, 3); err != nil {
+	if err := p.Add(fd, connEvents, 3); err != nil {
 		t.Fatal(err)
 	}
-	p.wait(false)
-	if err := p.del(fd); err != nil {
+	p.Wait(false)
+	if err := p.Del(fd); err != nil {
 		t.Fatal(err)
 	}
 	unix.Close(fd)
 	for k := 0; k < 3; k++ { // the removal is submitted, then its completion releases the file
-		p.wait(false)
+		p.Wait(false)
 	}
 	c.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err == nil || !isEOF(err) {
@@ -77,45 +37,26 @@ func TestURingDelCloseSendsFIN(t *testing.T) {
 
 func isEOF(err error) bool { return err != nil && err.Error() == "EOF" }
 
-// pollEvents waits (non-blocking, up to a second) until fd has an event
-// and returns the union of what it got.
-func pollEvents(p *poller, fd int) (tag, ev uint32) {
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		n, _ := p.wait(false)
-		for i := 0; i < n; i++ {
-			if f, tg, e := p.event(i); f == fd {
-				tag, ev = tg, ev|e
-			}
-		}
-		if ev != 0 {
-			return tag, ev
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return 0, 0
-}
-
 // TestURingModDelReuse: mod arms and disarms EPOLLOUT in place (an armed
 // writable socket reports at once), and after del and re-add of the same fd
 // number with a new tag only the new registration's events arrive.
 func TestURingModDelReuse(t *testing.T) {
 	requireURing(t)
-	p := openPollerOf(t, BackendIOURing)
+	p := openPollerOf(t, true)
 	fd, c := tcpPair(t)
-	if err := p.add(fd, connEvents, 5); err != nil {
+	if err := p.Add(fd, connEvents, 5); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.add(fd, connEvents, 5); err == nil {
+	if err := p.Add(fd, connEvents, 5); err == nil {
 		t.Fatal("second add of the same fd succeeded")
 	}
-	if err := p.mod(fd, connEventsOut, 5); err != nil {
+	if err := p.Mod(fd, connEventsOut, 5); err != nil {
 		t.Fatal(err)
 	}
-	if tag, ev := pollEvents(p, fd); tag != 5 || ev&evOut == 0 {
+	if tag, ev := pollEvents(p, fd); tag != 5 || ev&Out == 0 {
 		t.Fatalf("after mod to OUT: tag %d ev %#x, want tag 5 with EPOLLOUT", tag, ev)
 	}
-	if err := p.mod(fd, connEvents, 5); err != nil {
+	if err := p.Mod(fd, connEvents, 5); err != nil {
 		t.Fatal(err)
 	}
 	// Unlike EPOLL_CTL_MOD the update takes effect at the next submission
@@ -123,30 +64,30 @@ func TestURingModDelReuse(t *testing.T) {
 	// still come meanwhile, which the loop tolerates (it flushes on
 	// EPOLLOUT only while fOutArmed).
 	for k := 0; k < 10; k++ {
-		p.wait(false)
+		p.Wait(false)
 		time.Sleep(time.Millisecond)
 	}
 	c.Write([]byte("x"))
-	if tag, ev := pollEvents(p, fd); tag != 5 || ev&evIn == 0 || ev&evOut != 0 {
+	if tag, ev := pollEvents(p, fd); tag != 5 || ev&In == 0 || ev&Out != 0 {
 		t.Fatalf("after mod back: tag %d ev %#x, want EPOLLIN without EPOLLOUT", tag, ev)
 	}
-	if err := p.del(fd); err != nil {
+	if err := p.Del(fd); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.mod(fd, connEvents, 5); err == nil {
+	if err := p.Mod(fd, connEvents, 5); err == nil {
 		t.Fatal("mod of a deleted fd succeeded")
 	}
-	if err := p.add(fd, connEvents, 6); err != nil { // the same fd number, a new connection
+	if err := p.Add(fd, connEvents, 6); err != nil { // the same fd number, a new connection
 		t.Fatal(err)
 	}
 	c.Write([]byte("y"))
-	if tag, ev := pollEvents(p, fd); tag != 6 || ev&evIn == 0 {
+	if tag, ev := pollEvents(p, fd); tag != 6 || ev&In == 0 {
 		t.Fatalf("re-added: tag %d ev %#x, want tag 6 with EPOLLIN", tag, ev)
 	}
 	for k := 0; k < 5; k++ {
-		n, _ := p.wait(false)
+		n, _ := p.Wait(false)
 		for i := 0; i < n; i++ {
-			if f, tag, _ := p.event(i); f == fd && tag != 6 {
+			if f, tag, _ := p.Event(i); f == fd && tag != 6 {
 				t.Fatalf("event with the removed registration's tag %d", tag)
 			}
 		}
@@ -156,12 +97,12 @@ func TestURingModDelReuse(t *testing.T) {
 
 // TestURingMalformedAndFailed: a completion naming no registration (or a
 // stale generation) is dropped; a poll that fails (here on a descriptor
-// that is not open) becomes evErr|evHup|evFail for its connection, which the
+// that is not open) becomes Err|Hup|Fail for its connection, which the
 // loop closes with errPollFailed; a failed poll of a tag-0 fd is the loop's
 // error.
 func TestURingMalformedAndFailed(t *testing.T) {
 	requireURing(t)
-	p := openPollerOf(t, BackendIOURing)
+	p := openPollerOf(t, true)
 	u := p.ur
 	for _, c := range []uring.CQE{
 		{UserData: uring.Pack(kindPoll, 1<<30, 0), Res: 1, Flags: 0},
@@ -175,23 +116,23 @@ func TestURingMalformedAndFailed(t *testing.T) {
 	}
 	fd, _ := tcpPair(t)
 	unix.Close(fd) // not open any more: the poll fails with EBADF
-	if err := p.add(fd, connEvents, 9); err != nil {
+	if err := p.Add(fd, connEvents, 9); err != nil {
 		t.Fatal(err)
 	}
-	if tag, ev := pollEvents(p, fd); tag != 9 || ev&(evErr|evHup|evFail) != evErr|evHup|evFail {
-		t.Fatalf("failed poll: tag %d ev %#x, want evErr|evHup|evFail", tag, ev)
+	if tag, ev := pollEvents(p, fd); tag != 9 || ev&(Err|Hup|Fail) != Err|Hup|Fail {
+		t.Fatalf("failed poll: tag %d ev %#x, want Err|Hup|Fail", tag, ev)
 	}
-	if err := p.del(fd); err != nil {
+	if err := p.Del(fd); err != nil {
 		t.Fatal(err)
 	}
 	bad, _ := tcpPair(t)
 	unix.Close(bad)
-	if err := p.add(bad, evIn, 0); err != nil {
+	if err := p.Add(bad, In, 0); err != nil {
 		t.Fatal(err)
 	}
 	var err error
 	for k := 0; k < 100 && err == nil; k++ {
-		_, err = p.wait(false)
+		_, err = p.Wait(false)
 	}
 	if err == nil {
 		t.Fatal("a failed poll of a tag-0 fd was not an error")
@@ -205,10 +146,10 @@ func TestURingMalformedAndFailed(t *testing.T) {
 // are dropped, and a control operation refused with -EALREADY is retried.
 func TestURingScriptedCompletions(t *testing.T) {
 	requireURing(t)
-	p := openPollerOf(t, BackendIOURing)
+	p := openPollerOf(t, true)
 	u := p.ur
 	fd, _ := tcpPair(t)
-	if err := p.add(fd, connEvents, 4); err != nil {
+	if err := p.Add(fd, connEvents, 4); err != nil {
 		t.Fatal(err)
 	}
 	i, _ := u.lookup(fd)
@@ -222,14 +163,14 @@ func TestURingScriptedCompletions(t *testing.T) {
 		queued  bool
 		freedOK bool
 	}{
-		{name: "event with More", cqe: uring.CQE{UserData: poll, Res: int32(evIn), Flags: 2}, events: 1, armed: true},
+		{name: "event with More", cqe: uring.CQE{UserData: poll, Res: int32(In), Flags: 2}, events: 1, armed: true},
 		{name: "cancelled while live: re-armed", cqe: uring.CQE{UserData: poll, Res: -int32(unix.ECANCELED)}, armed: true},
-		{name: "event, poll ended: reported and re-armed", cqe: uring.CQE{UserData: poll, Res: int32(evIn)}, events: 1, armed: true},
+		{name: "event, poll ended: reported and re-armed", cqe: uring.CQE{UserData: poll, Res: int32(In)}, events: 1, armed: true},
 		{name: "update refused (-EALREADY): retried next wait", cqe: uring.CQE{UserData: u.ctlData(i), Res: -int32(unix.EALREADY)}, armed: true, queued: true},
-		{name: "removed: a late event is dropped", before: func() { u.regs[i].queued = false; u.later = u.later[:0]; p.del(fd) },
-			cqe: uring.CQE{UserData: poll, Res: int32(evIn), Flags: 2}, armed: true},
+		{name: "removed: a late event is dropped", before: func() { u.regs[i].queued = false; u.later = u.later[:0]; p.Del(fd) },
+			cqe: uring.CQE{UserData: poll, Res: int32(In), Flags: 2}, armed: true},
 		{name: "removed: the last completion frees the record", cqe: uring.CQE{UserData: poll, Res: -int32(unix.ECANCELED)}, freedOK: true},
-		{name: "after free: a stray completion is dropped", cqe: uring.CQE{UserData: poll, Res: int32(evIn)}, freedOK: true},
+		{name: "after free: a stray completion is dropped", cqe: uring.CQE{UserData: poll, Res: int32(In)}, freedOK: true},
 	}
 	for k, s := range steps {
 		if s.before != nil {
@@ -246,7 +187,7 @@ func TestURingScriptedCompletions(t *testing.T) {
 			t.Fatalf("%d %s: record %d not on the free list (%v, was %d long)", k, s.name, i, u.free, free)
 		}
 		if out == 1 {
-			if f, tag, ev := u.event(0); f != fd || tag != 4 || ev != evIn {
+			if f, tag, ev := u.Event(0); f != fd || tag != 4 || ev != In {
 				t.Fatalf("%d %s: event (%d, %d, %#x)", k, s.name, f, tag, ev)
 			}
 		}

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
-package server
+package netpoll
 
 import (
 	"fmt"
@@ -12,53 +12,54 @@ import (
 )
 
 // The io_uring backend's accepts. The listener's registration (the one
-// registration without evEdge and with tag 0) is a multishot
+// registration without Edge and with tag 0) is a multishot
 // IORING_OP_ACCEPT rather than a poll: the kernel accepts each connection
 // as it arrives and posts its fd with a completion, which the poller
-// queues (accepted). accept hands the queue over to the loop's accept
-// phase one fd at a time, under the loop's accept budget, and wait reports
-// the listener readable while the queue holds fds (the level-triggered
-// contract: a budget's leftovers are reported again). The listen gate's
-// del cancels the multishot accept and its add arms a new one; fds posted
-// meanwhile stay queued and are served when the gate opens again (or
-// closed with the poller). A multishot accept that ends with an error
-// (EMFILE and the like) is not re-armed until the loop has seen the error
-// through accept: those four pause the listener (pauseForFds), which takes
-// the registration out and puts it back after AcceptRetryDelay; after any
-// other the poller arms it again. The peer's address, which a multishot
-// accept cannot return per connection, is read with getpeername(2): one
-// system call per connection, as accept4 was. pollAccept keeps the
-// listener on a one-shot poll and accept4 (tests and comparisons).
+// queues (accepted). Accept hands the queue over to the owner one fd at a
+// time (the engine's accept phase, under its accept budget), and Wait
+// reports the listener readable while the queue holds fds (the
+// level-triggered contract: a budget's leftovers are reported again). Del
+// (the engine's listen gate closing) cancels the multishot accept and Add
+// arms a new one; fds posted meanwhile stay queued and are handed over
+// after the Add (or closed by Close). A multishot accept that ends with an
+// error is not re-armed until the owner has seen the error through Accept:
+// after EMFILE, ENFILE, ENOBUFS or ENOMEM the owner is expected to take
+// the listener out (Del) and put it back (Add) once it may retry; after
+// any other the poller arms it again. The peer's address, which a
+// multishot accept cannot return per connection, is read with
+// getpeername(2): one system call per connection, as accept4 was.
+// pollAccept keeps the listener on a one-shot poll and accept4 (tests and
+// comparisons).
 
 // kindAccept is the user_data kind of the listener's multishot accept.
 const kindAccept = 7
 
-// accept returns the next accepted connection for lfd's registration: a
+// Accept returns the next accepted connection for lfd's registration: a
 // queued fd and its peer, the error that ended the multishot accept, or
 // EAGAIN when neither is there. A listener not accepting by completion
 // (pollAccept, or not registered) is accepted with accept4.
-func (p *uringPoller) accept(lfd int) (int, netip.AddrPort, errno) {
+func (p *URing) Accept(lfd int) (int, netip.AddrPort, Errno) {
 	if p.accHead < len(p.accepted) {
 		fd := int(p.accepted[p.accHead])
 		if p.accHead++; p.accHead == len(p.accepted) {
 			p.accepted, p.accHead = p.accepted[:0], 0
 		}
-		peer, en := sysPeer(fd)
+		peer, en := peerAddr(fd)
 		if en != 0 { // the peer is already gone (ENOTCONN): as accept4's ECONNABORTED
-			sysClose(fd)
+			Close(fd)
 			return -1, netip.AddrPort{}, unix.ECONNABORTED
 		}
 		return fd, peer, 0
 	}
 	i, ok := p.lookup(lfd)
 	if !ok || !p.regs[i].acc {
-		return sysAccept(lfd)
+		return Accept(lfd)
 	}
 	if en := p.acceptErr; en != 0 {
 		p.acceptErr = 0
 		switch en {
 		case unix.EMFILE, unix.ENFILE, unix.ENOBUFS, unix.ENOMEM:
-			// the loop pauses the listener: del, and add once it may retry
+			// the owner pauses the listener: Del, and Add once it may retry
 		default:
 			p.settle(i) // arm it again
 		}
@@ -73,7 +74,7 @@ func (p *uringPoller) accept(lfd int) (int, netip.AddrPort, errno) {
 // error the loop must see first (acceptErr). An error that says the
 // listener itself is unusable (EBADF, ENOTSOCK, EINVAL, EOPNOTSUPP) is the
 // loop's error, as a failed poll of the listener is.
-func (p *uringPoller) completeAccept(i uint32, c uring.CQE) error {
+func (p *URing) completeAccept(i uint32, c uring.CQE) error {
 	r := &p.regs[i]
 	if c.Res >= 0 {
 		p.accepted = append(p.accepted, c.Res)
@@ -97,29 +98,29 @@ func (p *uringPoller) completeAccept(i uint32, c uring.CQE) error {
 
 // acceptPending reports whether the registered listener has fds or an
 // error waiting for accept: its readiness, which no completion may bring
-// again (the fds are out of the kernel's queue), so wait and park must not
+// again (the fds are out of the kernel's queue), so Wait and Park must not
 // sleep on it.
-func (p *uringPoller) acceptPending() bool {
+func (p *URing) acceptPending() bool {
 	return p.accFd >= 0 && (p.accHead < len(p.accepted) || p.acceptErr != 0)
 }
 
 // listenerReady appends a readable event for the accepting listener when
 // fds or an error wait for accept (acceptPending); it reports the new count.
-func (p *uringPoller) listenerReady(out int) int {
+func (p *URing) listenerReady(out int) int {
 	if !p.acceptPending() {
 		return out
 	}
-	p.events[out] = uringEvent{fd: p.accFd, ev: evIn}
+	p.events[out] = uringEvent{fd: p.accFd, ev: In}
 	return out + 1
 }
 
-// acceptQueued returns how many accepted fds wait for accept.
-func (p *uringPoller) acceptQueued() int { return len(p.accepted) - p.accHead }
+// AcceptQueued returns how many accepted fds wait for Accept.
+func (p *URing) AcceptQueued() int { return len(p.accepted) - p.accHead }
 
 // closeAccepted closes the fds accepted and never handed over.
-func (p *uringPoller) closeAccepted() {
+func (p *URing) closeAccepted() {
 	for _, fd := range p.accepted[p.accHead:] {
-		sysClose(int(fd))
+		Close(int(fd))
 	}
 	p.accepted, p.accHead = p.accepted[:0], 0
 }

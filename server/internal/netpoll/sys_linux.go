@@ -1,4 +1,4 @@
-package server
+package netpoll
 
 import (
 	"net"
@@ -9,26 +9,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// errno is the syscall error number the backend returns on the hot path.
-type errno = unix.Errno
+// Supported is true where a backend exists (Linux); elsewhere every poller
+// method and raw call fails, and the engine refuses to start.
+const Supported = true
 
 // The socket calls below cannot block (every socket is non-blocking), so they
-// use RawSyscall: no entersyscall/exitsyscall bookkeeping per call.
+// use RawSyscall: no entersyscall/exitsyscall bookkeeping per call. They
+// return the errno bare (0: none) so the hot path allocates nothing; the
+// engine wraps it where an error leaves it.
 
-// sysRead and sysClose are variables so that tests can script reads (the
-// framing fuzz target feeds a stream cut at arbitrary points) without a
-// socket; the indirect call costs about a nanosecond per read(2).
-var (
-	sysRead = rawRead
-	// listenHook runs on a new listening socket before bind; the
-	// sluice_rxstamp build (rxstamp_linux.go) turns on receive timestamps
-	// there, which accepted sockets inherit.
-	listenHook = func(int) error { return nil }
-	sysClose   = rawClose
-)
-
-// rawRead reads into b once.
-func rawRead(fd int, b []byte) (int, errno) {
+// Read reads into b once.
+func Read(fd int, b []byte) (int, Errno) {
 	r, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
 	if e != 0 {
 		return 0, e
@@ -36,13 +27,26 @@ func rawRead(fd int, b []byte) (int, errno) {
 	return int(r), 0
 }
 
-// rawClose closes fd; a socket without SO_LINGER never blocks in close.
-func rawClose(fd int) {
+// Close closes fd; a socket without SO_LINGER never blocks in close.
+func Close(fd int) {
 	unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
 }
 
-// sysAccept accepts one connection, non-blocking and close-on-exec.
-func sysAccept(lfd int) (int, netip.AddrPort, errno) {
+// Write writes b to a non-blocking socket once; it cannot block.
+func Write(fd int, b []byte) (int, Errno) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	r, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
+
+// Accept accepts one connection on the listener lfd with accept4(2),
+// non-blocking and close-on-exec, and returns it with its peer.
+func Accept(lfd int) (int, netip.AddrPort, Errno) {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unix.SizeofSockaddrAny)
 	r, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(lfd), uintptr(unsafe.Pointer(&rsa)),
@@ -53,8 +57,8 @@ func sysAccept(lfd int) (int, netip.AddrPort, errno) {
 	return int(r), rawToAddrPort(&rsa), 0
 }
 
-// sysPeer returns the peer address of a connected socket (getpeername).
-func sysPeer(fd int) (netip.AddrPort, errno) {
+// peerAddr returns the peer address of a connected socket (getpeername).
+func peerAddr(fd int) (netip.AddrPort, Errno) {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unix.SizeofSockaddrAny)
 	_, _, e := unix.RawSyscall(unix.SYS_GETPEERNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)))
@@ -81,15 +85,17 @@ func rawToAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
 
 var one = int32(1)
 
-// setNoDelay turns Nagle's algorithm off: replies leave when flushed.
-func setNoDelay(fd int) errno {
+// SetNoDelay turns Nagle's algorithm off (TCP_NODELAY): replies leave when
+// flushed.
+func SetNoDelay(fd int) Errno {
 	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY,
 		uintptr(unsafe.Pointer(&one)), 4, 0)
 	return e
 }
 
-// sockError returns the pending socket error (SO_ERROR), or nil.
-func sockError(fd int) error {
+// SockError returns the pending socket error (SO_ERROR), or nil. It is
+// read on a connection's way out, so the error comes wrapped.
+func SockError(fd int) error {
 	v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil {
 		return os.NewSyscallError("getsockopt", err)
@@ -100,11 +106,12 @@ func sockError(fd int) error {
 	return nil
 }
 
-// listenTCP opens a non-blocking listening socket on addr. With reusePort
-// it sets SO_REUSEPORT so that several sockets (one per loop) share the
-// address and the kernel spreads connections between them; non-zero buffer
-// sizes are set before listen(2) so accepted sockets inherit them.
-func listenTCP(addr string, o listenOpts) (int, netip.AddrPort, error) {
+// Listen opens a non-blocking listening socket on addr and returns it with
+// the address it is bound to. With ReusePort it sets SO_REUSEPORT so that
+// several sockets (one per loop) share the address and the kernel spreads
+// connections between them; non-zero buffer sizes are set before listen(2)
+// so accepted sockets inherit them.
+func Listen(addr string, o ListenConfig) (int, netip.AddrPort, error) {
 	ta, err := net.ResolveTCPAddr("tcp", addr)
 	if err != nil {
 		return -1, netip.AddrPort{}, err
@@ -137,35 +144,38 @@ func listenTCP(addr string, o listenOpts) (int, netip.AddrPort, error) {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
 		return fail("setsockopt", err)
 	}
-	if o.reusePort {
+	if o.ReusePort {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 			return fail("setsockopt", err)
 		}
 	}
-	if o.sndBuf > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.sndBuf); err != nil {
+	if o.SndBuf > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, o.SndBuf); err != nil {
 			return fail("setsockopt SO_SNDBUF", err)
 		}
 	}
-	if o.rcvBuf > 0 {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.rcvBuf); err != nil {
+	if o.RcvBuf > 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, o.RcvBuf); err != nil {
 			return fail("setsockopt SO_RCVBUF", err)
 		}
 	}
-	if err := listenHook(fd); err != nil {
-		return fail("setsockopt", err)
+	if o.Control != nil {
+		if err := o.Control(fd); err != nil {
+			return fail("setsockopt", err)
+		}
 	}
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind", err)
 	}
-	if err := unix.Listen(fd, o.backlog); err != nil {
+	if err := unix.Listen(fd, o.Backlog); err != nil {
 		return fail("listen", err)
 	}
-	return fd, listenAt(fd), nil
+	return fd, LocalAddr(fd), nil
 }
 
-// listenAt returns the address fd is bound to.
-func listenAt(fd int) netip.AddrPort {
+// LocalAddr returns the address fd is bound to (getsockname), or the zero
+// AddrPort.
+func LocalAddr(fd int) netip.AddrPort {
 	var rsa unix.RawSockaddrAny
 	l := uint32(unix.SizeofSockaddrAny)
 	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&l)))

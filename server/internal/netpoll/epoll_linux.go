@@ -1,30 +1,31 @@
-package server
+package netpoll
 
 import (
+	"net/netip"
 	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-const platformSupported = true
-
 // Event bits, the epoll ones themselves so no translation happens per event.
 const (
-	evIn        = unix.EPOLLIN
-	evOut       = unix.EPOLLOUT
-	evRdHup     = unix.EPOLLRDHUP
-	evHup       = unix.EPOLLHUP
-	evErr       = unix.EPOLLERR
-	evEdge      = unix.EPOLLET
-	evExclusive = unix.EPOLLEXCLUSIVE
+	In        Events = unix.EPOLLIN
+	Out       Events = unix.EPOLLOUT
+	RdHup     Events = unix.EPOLLRDHUP
+	Hup       Events = unix.EPOLLHUP
+	Err       Events = unix.EPOLLERR
+	Edge      Events = unix.EPOLLET
+	Exclusive Events = unix.EPOLLEXCLUSIVE
 )
 
-// epollPoller is the epoll backend: one epoll set, one timerfd (CLOCK_MONOTONIC,
+// Epoll is the epoll backend: one epoll set, one timerfd (CLOCK_MONOTONIC,
 // the clock Go's monotonic time uses) and one eventfd, both registered
 // edge-triggered so neither needs a read: every expiry or write is a new
-// edge, and timerfd_settime resets the expiry count.
-type epollPoller struct {
+// edge, and timerfd_settime resets the expiry count. The tag rides in the
+// epoll_event's padding, so Event is a load. Its zero value is ready for
+// Open.
+type Epoll struct {
 	epfd    int
 	timerfd int
 	wakefd  int
@@ -32,11 +33,13 @@ type epollPoller struct {
 	events  []unix.EpollEvent
 
 	// pk parks the loop on a duplicate of epfd registered with Go's
-	// netpoller (park); opened on first use.
+	// netpoller (Park); opened on first use.
 	pk parker
 }
 
-func (p *epollPoller) open(maxEvents int) error {
+// Open creates the set, the timerfd and the eventfd and registers the
+// latter two (tag 0).
+func (p *Epoll) Open(maxEvents int) error {
 	p.epfd, p.timerfd, p.wakefd, p.opened = -1, -1, -1, true
 	var err error
 	if p.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
@@ -45,17 +48,17 @@ func (p *epollPoller) open(maxEvents int) error {
 	}
 	if p.timerfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
 		p.timerfd = -1
-		p.close()
+		p.Close()
 		return os.NewSyscallError("timerfd_create", err)
 	}
 	if p.wakefd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		p.wakefd = -1
-		p.close()
+		p.Close()
 		return os.NewSyscallError("eventfd", err)
 	}
 	for _, fd := range []int{p.timerfd, p.wakefd} {
-		if err := p.add(fd, evIn|evEdge, 0); err != nil {
-			p.close()
+		if err := p.Add(fd, In|Edge, 0); err != nil {
+			p.Close()
 			return err
 		}
 	}
@@ -63,8 +66,8 @@ func (p *epollPoller) open(maxEvents int) error {
 	return nil
 }
 
-func (p *epollPoller) ctl(op, fd int, ev, tag uint32) error {
-	e := unix.EpollEvent{Events: ev, Fd: int32(fd), Pad: int32(tag)}
+func (p *Epoll) ctl(op, fd int, ev Events, tag uint32) error {
+	e := unix.EpollEvent{Events: uint32(ev), Fd: int32(fd), Pad: int32(tag)}
 	_, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_CTL, uintptr(p.epfd), uintptr(op), uintptr(fd),
 		uintptr(unsafe.Pointer(&e)), 0, 0)
 	if errno != 0 {
@@ -73,22 +76,38 @@ func (p *epollPoller) ctl(op, fd int, ev, tag uint32) error {
 	return nil
 }
 
-func (p *epollPoller) add(fd int, ev, tag uint32) error {
+// Add, Mod and Del are epoll_ctl(2), as raw calls (they cannot block).
+func (p *Epoll) Add(fd int, ev Events, tag uint32) error {
 	return p.ctl(unix.EPOLL_CTL_ADD, fd, ev, tag)
 }
 
-func (p *epollPoller) mod(fd int, ev, tag uint32) error {
+func (p *Epoll) Mod(fd int, ev Events, tag uint32) error {
 	return p.ctl(unix.EPOLL_CTL_MOD, fd, ev, tag)
 }
 
-func (p *epollPoller) del(fd int) error { return p.ctl(unix.EPOLL_CTL_DEL, fd, 0, 0) }
+func (p *Epoll) Del(fd int) error { return p.ctl(unix.EPOLL_CTL_DEL, fd, 0, 0) }
 
-// wait fills p.events. block=false is a raw epoll_pwait with timeout 0: it
+// Attach has nothing to do: an epoll set is not tied to a thread.
+func (p *Epoll) Attach() error { return nil }
+
+// Forget has nothing to do: closing an fd takes it out of the epoll set.
+func (p *Epoll) Forget(fd int) {}
+
+// Accept is accept4(2) on the listener.
+func (p *Epoll) Accept(lfd int) (int, netip.AddrPort, Errno) { return Accept(lfd) }
+
+// AcceptQueued is 0: epoll queues nothing; the backlog is the kernel's.
+func (p *Epoll) AcceptQueued() int { return 0 }
+
+// SubmitNow has nothing to do: the owner's writes are its own system calls.
+func (p *Epoll) SubmitNow() error { return nil }
+
+// Wait fills p.events. block=false is a raw epoll_pwait with timeout 0: it
 // cannot block, so it skips the runtime's entersyscall/exitsyscall and gives
 // sysmon no syscall to preempt. block=true sleeps (timeout -1; deadlines come
 // through the timerfd) through an ordinary syscall so the runtime can hand
 // the P to other goroutines. EINTR returns 0 events.
-func (p *epollPoller) wait(block bool) (int, error) {
+func (p *Epoll) Wait(block bool) (int, error) {
 	var r uintptr
 	var errno unix.Errno
 	ptr := uintptr(unsafe.Pointer(&p.events[0]))
@@ -108,23 +127,22 @@ func (p *epollPoller) wait(block bool) (int, error) {
 	return 0, os.NewSyscallError("epoll_pwait", errno)
 }
 
-// park is a blocking wait that releases the loop's P while it sleeps: the
+// Park is a blocking wait that releases the loop's P while it sleeps: the
 // goroutine parks in Go's netpoller (parker) on a duplicate of the epoll fd
 // (an epoll set is readable while it has events) and polls the set without
 // blocking when woken. A blocking epoll_pwait keeps the P in its syscall
 // until sysmon retakes it, one sysmon tick later (up to 10 ms once sysmon
-// has backed off); a pool worker that shares the P (a loop per P, the
-// default) waited that long each time the loop slept while it was
-// runnable. If the duplicate cannot be set up, park is wait(true).
-func (p *epollPoller) park() (int, error) {
+// has backed off), and a goroutine that shares the P (a pool worker) waits
+// that long. If the duplicate cannot be set up, Park is Wait(true).
+func (p *Epoll) Park() (int, error) {
 	if n, err, ok := p.pk.sleep(p.openPark); ok {
 		return n, err
 	}
-	return p.wait(true)
+	return p.Wait(true)
 }
 
 // openPark duplicates epfd, non-blocking, for the parker.
-func (p *epollPoller) openPark() error {
+func (p *Epoll) openPark() error {
 	fd, err := unix.FcntlInt(uintptr(p.epfd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -133,20 +151,21 @@ func (p *epollPoller) openPark() error {
 		unix.Close(fd)
 		return err
 	}
-	return p.pk.open(fd, "sluice-epoll", func() (int, error) { return p.wait(false) })
+	return p.pk.open(fd, "sluice-epoll", func() (int, error) { return p.Wait(false) })
 }
 
-func (p *epollPoller) event(i int) (fd int, tag, ev uint32) {
+// Event returns the i-th event of the last Wait.
+func (p *Epoll) Event(i int) (fd int, tag uint32, ev Events) {
 	e := &p.events[i]
-	return int(e.Fd), uint32(e.Pad), e.Events
+	return int(e.Fd), uint32(e.Pad), Events(e.Events)
 }
 
 var wakeValue = uint64(1)
 
-// wake adds 1 to the eventfd: a new edge for the loop's epoll set; and
+// Wake adds 1 to the eventfd: a new edge for the loop's epoll set; and
 // a loop parked in the netpoller is made runnable on the caller's P
 // (parker.kick).
-func (p *epollPoller) wake() error {
+func (p *Epoll) Wake() error {
 	if !p.opened {
 		return nil
 	}
@@ -159,9 +178,9 @@ func (p *epollPoller) wake() error {
 	return nil
 }
 
-// armTimer makes the timerfd fire once, afterNanos from now (at least 1 ns;
+// ArmTimer makes the timerfd fire once, afterNanos from now (at least 1 ns;
 // a zero it_value would disarm it).
-func (p *epollPoller) armTimer(afterNanos int64) error {
+func (p *Epoll) ArmTimer(afterNanos int64) error {
 	if afterNanos < 1 {
 		afterNanos = 1
 	}
@@ -174,7 +193,8 @@ func (p *epollPoller) armTimer(afterNanos int64) error {
 	return nil
 }
 
-func (p *epollPoller) close() {
+// Close closes the set, the timerfd, the eventfd and the park descriptor.
+func (p *Epoll) Close() {
 	if !p.opened {
 		return
 	}

@@ -1,4 +1,4 @@
-package server
+package netpoll
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 )
 
 // parker is where a loop sleeps while the worker pool holds a task
-// (poller.park): a descriptor that is readable when the loop has events (a
+// (Poller.Park): a descriptor that is readable when the loop has events (a
 // duplicate of the epoll fd, or the eventfd an io_uring signals), handed to
 // Go's netpoller, so the sleeping loop holds no P and a worker sharing the
 // P runs at once. A loop sleeping in its own system call keeps the P until

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
-package server
+package netpoll
 
 import (
 	"os"
@@ -18,7 +18,7 @@ import (
 // wake adds 1 to the eventfd, a new edge for its multishot poll, and kicks
 // a loop parked in the netpoller (see park: the ring's signal for this
 // poll comes late).
-func (p *uringPoller) wake() error {
+func (p *URing) Wake() error {
 	if !p.opened {
 		return nil
 	}
@@ -31,8 +31,8 @@ func (p *uringPoller) wake() error {
 	return nil
 }
 
-// armTimer makes the timerfd fire once, afterNanos from now (at least 1 ns).
-func (p *uringPoller) armTimer(afterNanos int64) error {
+// ArmTimer makes the timerfd fire once, afterNanos from now (at least 1 ns).
+func (p *URing) ArmTimer(afterNanos int64) error {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(afterNanos, 1))}
 	_, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(p.timerfd), 0,
 		uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
@@ -44,7 +44,7 @@ func (p *uringPoller) armTimer(afterNanos int64) error {
 
 // close tears the ring down (cancelling every poll, so the kernel drops its
 // references to the descriptors) and closes the timer and wake-up fds.
-func (p *uringPoller) close() {
+func (p *URing) Close() {
 	if !p.opened {
 		return
 	}
@@ -53,7 +53,7 @@ func (p *uringPoller) close() {
 	if p.ring != nil {
 		p.ring.CloseWith(func(c uring.CQE) {
 			if c.UserData.Kind() == kindAccept && c.Res >= 0 {
-				sysClose(int(c.Res)) // accepted while the ring closed
+				Close(int(c.Res)) // accepted while the ring closed
 			}
 		})
 		p.ring = nil
@@ -72,6 +72,13 @@ var (
 	detectFeats uring.Feature
 	detectErr   error
 )
+
+// CheckURing reports why the io_uring backend cannot run here (a
+// *uring.MissingError names what the kernel lacks), or nil.
+func CheckURing() error {
+	_, err := uringUsable()
+	return err
+}
 
 // uringUsable reports whether the kernel offers what the io_uring backend
 // needs (uring.Required, which implies multishot poll: IORING_OP_POLL_ADD

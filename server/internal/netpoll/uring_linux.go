@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
-package server
+package netpoll
 
 import (
 	"errors"
@@ -14,15 +14,15 @@ import (
 	"github.com/sluicenet/sluice/ringq"
 )
 
-// uringPoller is the io_uring backend: the poller contract filled with one
+// URing is the io_uring backend: the poller contract filled with one
 // multishot IORING_OP_POLL_ADD per registered descriptor (the timer
 // fd and the wake-up eventfd included, as with epoll), reaped from the
 // completion queue. Multishot polls are edge-triggered like EPOLLET; a
-// descriptor registered without evEdge (the listener, level-triggered under
+// descriptor registered without Edge (the listener, level-triggered under
 // epoll so an accept budget's leftovers are reported again) gets a one-shot
 // poll re-armed after each completion, which the kernel completes at once
 // while the descriptor stays ready; the listener itself accepts by a
-// multishot accept instead (poller_uring_accept_linux.go). Writes stay the
+// multishot accept instead (uring_accept_linux.go). Writes stay the
 // loop's system calls; reads too for connections outside recv mode (below).
 //
 // Each registration is a record (pollReg) whose index and generation are the
@@ -36,29 +36,29 @@ import (
 // CQE_SKIP_SUCCESS; a failed one that may be retried (-EALREADY: the poll
 // was being run) is queued again for the next wait.
 //
-// Connections (registrations with a non-zero tag and evEdge) are read by
+// Connections (registrations with a non-zero tag and Edge) are read by
 // completion when the loop's provided buffer ring could be set up (recv
-// mode, see recvMode): a connection gets an IORING_OP_RECV that takes a
+// mode, see RecvMode): a connection gets an IORING_OP_RECV that takes a
 // buffer from the ring, so the kernel hands the bytes over with the
 // completion and the loop makes no read(2). A recv completion becomes an
-// event with evData whose bytes received(i) returns; they stay the loop's
+// event with Data whose bytes Received(i) returns; they stay the loop's
 // until the next wait, which gives their buffers back to the ring. Each
 // recv is a multishot capped at recvCapBytes in all (one buffer's worth;
 // uring.SQE.SetMultishotLimit): it stays armed across the small messages
 // within its cap, which saves a submission and a poll arming per message,
 // and the completion that reaches the cap ends it. After an ended recv the
-// loop asks for the next one with recvOn when it can take more, which is
+// loop asks for the next one with RecvOn when it can take more, which is
 // how read budgets and backpressure hold: what the kernel hands over
 // between two armings is less than the cap plus one buffer (8 KiB; a
 // single recv's was one buffer), where an uncapped multishot drained the
 // socket into the ring whatever the loop's budgets (as measured: 9 MiB
 // queued against a 1 MiB MaxQueuedBytes). A kernel without the cap fails the first such recv with
 // -EINVAL, and the poller falls back to single recvs (recvCap 0).
-// recvOff cancels an armed recv (closing). A recv that ran dry (-ENOBUFS)
+// RecvOff cancels an armed recv (closing). A recv that ran dry (-ENOBUFS)
 // or was cancelled while wanted is armed again. The
 // poll of such a registration watches only EPOLLOUT, armed the first time
 // the loop asks for it (error and hang-up come with it).
-type uringPoller struct {
+type URing struct {
 	ring       *uring.Ring // nil until attach
 	timerfd    int
 	wakefd     int
@@ -75,7 +75,7 @@ type uringPoller struct {
 	lent       []uint16       // buffers the last wait's recv events hold, recycled at the next wait
 	readyOnly  bool           // connections on readiness and read(2) too (set before open; tests of that contract)
 	singleRecv bool           // single recvs, never the capped multishot (set before open; tests and comparisons)
-	iovs       []unix.Iovec   // sends' iovecs, valid until the submission that carries them (sendIovecs)
+	iovs       []unix.Iovec   // sends' iovecs, valid until the submission that carries them (SendIovecs)
 	niovs      int            // iovs in use since the last submission
 	pollAccept bool           // the listener on a one-shot poll and accept4, not a multishot accept (set before open; tests and comparisons)
 	accFd      int32          // the listener accepting by multishot accept while registered; -1: none
@@ -83,33 +83,35 @@ type uringPoller struct {
 	accHead    int            // the next of accepted to hand over
 	acceptErr  unix.Errno     // the error that ended the multishot accept, for accept to report
 
-	// park (poller_uring_park_linux.go): an eventfd the ring signals,
+	// park (uring_park_linux.go): an eventfd the ring signals,
 	// watched by Go's netpoller; opened on first use.
 	pk parker
 }
 
-// uringEvent is one event of the last wait, as event(i) returns it.
+// uringEvent is one event of the last wait, as Event(i) returns it.
 type uringEvent struct {
-	fd      int32
-	tag, ev uint32
-	res     int32  // a recv completion's result (ev has evData)
-	data    []byte // its bytes, in a provided buffer
+	fd   int32
+	tag  uint32
+	ev   Events
+	res  int32  // a recv completion's result (ev has Data)
+	data []byte // its bytes, in a provided buffer
 }
 
 // pollReg is one registration.
 type pollReg struct {
 	fd      int32
-	tag, ev uint32 // ev: the interest, without evEdge
+	tag     uint32
+	ev      Events // the interest, without Edge
 	gen     uint32
-	level   bool                         // registered without evEdge: a one-shot poll re-armed after each completion
-	acc     bool                         // the listener (level, tag 0) accepting by a multishot accept (poller_uring_accept_linux.go)
+	level   bool                         // registered without Edge: a one-shot poll re-armed after each completion
+	acc     bool                         // the listener (level, tag 0) accepting by a multishot accept (uring_accept_linux.go)
 	live    bool                         // registered: byFd names it
 	armed   bool                         // a poll is in the kernel; its last completion has not been seen
 	queued  bool                         // on later
 	updated bool                         // ev changed and the kernel has not been told yet
 	recv    bool                         // a connection read by recv completions (recv mode)
 	rArmed  bool                         // its recv is in the kernel; the recv's last completion has not been seen
-	rOff    bool                         // the loop asked to stop receiving (recvOff)
+	rOff    bool                         // the loop asked to stop receiving (RecvOff)
 	rCancel bool                         // a cancellation of the armed recv was submitted
 	rMore   bool                         // the last recv left bytes in the socket (IORING_CQE_F_SOCK_NONEMPTY)
 	sArmed  bool                         // a send is in the kernel; its completion has not been seen
@@ -131,7 +133,7 @@ const (
 // it are submitted early by the prep methods, never dropped.
 const uringEntries = 256
 
-func (p *uringPoller) open(maxEvents int) error {
+func (p *URing) Open(maxEvents int) error {
 	p.timerfd, p.wakefd, p.opened, p.maxEvents, p.accFd = -1, -1, true, maxEvents, -1
 	var err error
 	if p.timerfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
@@ -140,14 +142,14 @@ func (p *uringPoller) open(maxEvents int) error {
 	}
 	if p.wakefd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		p.wakefd = -1
-		p.close()
+		p.Close()
 		return os.NewSyscallError("eventfd", err)
 	}
 	p.cqes = make([]uring.CQE, maxEvents)
 	p.events = make([]uringEvent, maxEvents+1) // a completion's event each, and the accepting listener's (listenerReady)
 	for _, fd := range []int{p.timerfd, p.wakefd} {
-		if err := p.add(fd, evIn|evEdge, 0); err != nil {
-			p.close()
+		if err := p.Add(fd, In|Edge, 0); err != nil {
+			p.Close()
 			return err
 		}
 	}
@@ -156,7 +158,7 @@ func (p *uringPoller) open(maxEvents int) error {
 
 // attach sets the ring up on the calling (the loop's locked) thread and
 // arms what was registered before.
-func (p *uringPoller) attach() error {
+func (p *URing) Attach() error {
 	feats, err := uringUsable()
 	if err != nil {
 		return err
@@ -181,14 +183,14 @@ func (p *uringPoller) attach() error {
 	return nil // the registrations so far are on later; the first wait arms them
 }
 
-func (p *uringPoller) pollData(i uint32) uring.UserData {
+func (p *URing) pollData(i uint32) uring.UserData {
 	return uring.Pack(kindPoll, i, p.regs[i].gen)
 }
-func (p *uringPoller) ctlData(i uint32) uring.UserData {
+func (p *URing) ctlData(i uint32) uring.UserData {
 	return uring.Pack(kindPollCtl, i, p.regs[i].gen)
 }
 
-func (p *uringPoller) add(fd int, ev, tag uint32) error {
+func (p *URing) Add(fd int, ev Events, tag uint32) error {
 	if fd < 0 {
 		return os.NewSyscallError("poll_add", unix.EBADF)
 	}
@@ -203,9 +205,9 @@ func (p *uringPoller) add(fd int, ev, tag uint32) error {
 		p.regs = append(p.regs, pollReg{})
 	}
 	r := &p.regs[i]
-	*r = pollReg{fd: int32(fd), tag: tag, ev: ev &^ evEdge, gen: (r.gen + 1) & uring.GenMask, live: true,
-		level: ev&evEdge == 0, recv: tag != 0 && ev&evEdge != 0 && !p.readyOnly,
-		acc: tag == 0 && ev&evEdge == 0 && !p.pollAccept}
+	*r = pollReg{fd: int32(fd), tag: tag, ev: ev &^ Edge, gen: (r.gen + 1) & uring.GenMask, live: true,
+		level: ev&Edge == 0, recv: tag != 0 && ev&Edge != 0 && !p.readyOnly,
+		acc: tag == 0 && ev&Edge == 0 && !p.pollAccept}
 	if r.acc {
 		p.accFd = int32(fd)
 	}
@@ -219,28 +221,28 @@ func (p *uringPoller) add(fd int, ev, tag uint32) error {
 	return nil
 }
 
-func (p *uringPoller) lookup(fd int) (uint32, bool) {
+func (p *URing) lookup(fd int) (uint32, bool) {
 	if fd < 0 || fd >= len(p.byFd) || p.byFd[fd] == 0 {
 		return 0, false
 	}
 	return p.byFd[fd] - 1, true
 }
 
-func (p *uringPoller) mod(fd int, ev, tag uint32) error {
+func (p *URing) Mod(fd int, ev Events, tag uint32) error {
 	i, ok := p.lookup(fd)
 	if !ok {
 		return os.NewSyscallError("poll_update", unix.ENOENT)
 	}
 	r := &p.regs[i]
 	r.tag = tag
-	if ev &^= evEdge; ev != r.ev {
+	if ev &^= Edge; ev != r.ev {
 		r.ev, r.updated = ev, true
 		p.settle(i)
 	}
 	return nil
 }
 
-func (p *uringPoller) del(fd int) error {
+func (p *URing) Del(fd int) error {
 	i, ok := p.lookup(fd)
 	if !ok {
 		return os.NewSyscallError("poll_remove", unix.ENOENT)
@@ -254,11 +256,15 @@ func (p *uringPoller) del(fd int) error {
 	return nil
 }
 
+// Forget removes fd's registration (Del): its poll holds a reference to the
+// file, and the socket would stay open, its peer never seeing the close.
+func (p *URing) Forget(fd int) { p.Del(fd) }
+
 // settle makes the submission registration i needs now, if any: arm a live
 // one that has no poll, update one whose events changed, remove a poll that
 // is no longer registered, or free the record once nothing is in flight.
 // Before attach, or when the submission queue stays full, i waits on later.
-func (p *uringPoller) settle(i uint32) {
+func (p *URing) settle(i uint32) {
 	r := &p.regs[i]
 	if !r.live && !r.armed && !r.rArmed && !r.sArmed {
 		if !r.queued {
@@ -290,10 +296,10 @@ func (p *uringPoller) settle(i uint32) {
 				r.armed = true
 			}
 		}
-	case !r.armed && recv && r.ev&evOut == 0:
+	case !r.armed && recv && r.ev&Out == 0:
 		// a recv-mode connection polls only for room to write
 	case !r.armed && r.level:
-		if _, err = p.ring.PrepPollAdd(int(r.fd), r.ev, p.pollData(i)); err == nil {
+		if _, err = p.ring.PrepPollAdd(int(r.fd), uint32(r.ev), p.pollData(i)); err == nil {
 			r.armed, r.updated = true, false
 		}
 	case !r.armed:
@@ -326,14 +332,14 @@ func (p *uringPoller) settle(i uint32) {
 
 // pollMask is what registration r's poll watches: its interest, or for a
 // recv-mode connection only EPOLLOUT (input comes with the recv).
-func (p *uringPoller) pollMask(r *pollReg) uint32 {
+func (p *URing) pollMask(r *pollReg) uint32 {
 	if r.recv && p.bufs != nil {
-		return r.ev & evOut
+		return uint32(r.ev & Out)
 	}
-	return r.ev
+	return uint32(r.ev)
 }
 
-func (p *uringPoller) queue(i uint32) {
+func (p *URing) queue(i uint32) {
 	if r := &p.regs[i]; !r.queued {
 		r.queued = true
 		p.later = append(p.later, i)
@@ -341,7 +347,7 @@ func (p *uringPoller) queue(i uint32) {
 }
 
 // settleLater retries the registrations on later.
-func (p *uringPoller) settleLater() {
+func (p *URing) settleLater() {
 	n := len(p.later)
 	for k := 0; k < n; k++ {
 		i := p.later[k]
@@ -354,7 +360,7 @@ func (p *uringPoller) settleLater() {
 // wait submits what the loop prepared and reaps completions into events:
 // block=false never sleeps (one io_uring_enter, none when there is nothing
 // to submit or collect), block=true waits for at least one completion.
-func (p *uringPoller) wait(block bool) (int, error) {
+func (p *URing) Wait(block bool) (int, error) {
 	if p.ring == nil {
 		return 0, fmt.Errorf("sluice: io_uring backend: %w", uring.ErrClosed)
 	}
@@ -397,15 +403,15 @@ func (p *uringPoller) wait(block bool) (int, error) {
 // complete handles one completion, appending at most one event at
 // events[out]; it returns the new count. A completion that names no record
 // of this poller (a malformed user_data) or a removed registration is
-// dropped. A failed poll of a connection becomes an evFail event, so the
+// dropped. A failed poll of a connection becomes a Fail event, so the
 // loop closes that connection; of the listener, timer or wake-up fd (tag 0)
 // it is the loop's error.
-func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
+func (p *URing) complete(c uring.CQE, out int) (int, error) {
 	i := c.UserData.Index()
 	if int(i) >= len(p.regs) || p.regs[i].gen != c.UserData.Gen() {
 		p.dropBuffer(c)
 		if c.UserData.Kind() == kindAccept && c.Res >= 0 {
-			sysClose(int(c.Res)) // an accept no record owns (never: a record outlives its multishot)
+			Close(int(c.Res)) // an accept no record owns (never: a record outlives its multishot)
 		}
 		return out, nil
 	}
@@ -432,7 +438,7 @@ func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
 			return out, nil
 		}
 		if c.Res > 0 && r.live {
-			p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: uint32(c.Res)}
+			p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: Events(c.Res)}
 			out++
 		}
 		if c.More() {
@@ -460,17 +466,17 @@ func (p *uringPoller) complete(c uring.CQE, out int) (int, error) {
 	return out, nil
 }
 
-// failed reports registration i as unusable (res is the kernel's errno).
-func (p *uringPoller) failed(i uint32, res int32, out int) (int, error) {
+// failed reports registration i as unusable (res is the kernel's negated errno).
+func (p *URing) failed(i uint32, res int32, out int) (int, error) {
 	r := &p.regs[i]
 	if r.tag == 0 {
 		return out, fmt.Errorf("sluice: io_uring poll of fd %d: %w", r.fd, unix.Errno(-res))
 	}
-	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: evErr | evHup | evFail}
+	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: Err | Hup | Fail}
 	return out + 1, nil
 }
 
-func (p *uringPoller) event(i int) (fd int, tag, ev uint32) {
+func (p *URing) Event(i int) (fd int, tag uint32, ev Events) {
 	e := &p.events[i]
 	return int(e.fd), e.tag, e.ev
 }

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
-package server
+package netpoll
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 // one, which takes the backlog; close closes what was never handed over.
 func TestURingMultishotAccept(t *testing.T) {
 	requireURing(t)
-	p := openPollerOf(t, BackendIOURing)
+	p := openPollerOf(t, true)
 	if p.ur.pollAccept {
 		t.Fatal("pollAccept on by default")
 	}
@@ -43,11 +43,11 @@ func TestURingMultishotAccept(t *testing.T) {
 		var fds []int
 		deadline := time.Now().Add(2 * time.Second)
 		for len(fds) < want && time.Now().Before(deadline) {
-			if _, ev := pollEvents(p, lfd); ev&evIn == 0 {
+			if _, ev := pollEvents(p, lfd); ev&In == 0 {
 				continue
 			}
 			for {
-				fd, _, en := p.accept(lfd)
+				fd, _, en := p.Accept(lfd)
 				if en == unix.EAGAIN {
 					break
 				}
@@ -67,7 +67,7 @@ func TestURingMultishotAccept(t *testing.T) {
 	fds := acceptAll(3)
 	peers := map[netip.AddrPort]bool{}
 	for _, fd := range fds {
-		peer, en := sysPeer(fd)
+		peer, en := peerAddr(fd)
 		if en != 0 {
 			t.Fatal(en)
 		}
@@ -78,16 +78,16 @@ func TestURingMultishotAccept(t *testing.T) {
 			t.Errorf("client %v not among the accepted peers %v", c.LocalAddr(), peers)
 		}
 	}
-	if _, _, en := p.accept(lfd); en != unix.EAGAIN {
+	if _, _, en := p.Accept(lfd); en != unix.EAGAIN {
 		t.Fatalf("accept with nothing queued: %v, want EAGAIN", en)
 	}
 
 	// The gate closes: the multishot accept is cancelled.
-	if err := p.del(lfd); err != nil {
+	if err := p.Del(lfd); err != nil {
 		t.Fatal(err)
 	}
 	for k := 0; k < 3; k++ {
-		p.wait(false)
+		p.Wait(false)
 	}
 	dial()
 	dial()
@@ -96,26 +96,26 @@ func TestURingMultishotAccept(t *testing.T) {
 		t.Fatalf("listener out: event %#x (tag %d), %d fds accepted by the kernel", ev, tag, len(p.ur.accepted))
 	}
 	// It opens: a new multishot accept takes the backlog.
-	if err := p.add(lfd, evIn, 0); err != nil {
+	if err := p.Add(lfd, In, 0); err != nil {
 		t.Fatal(err)
 	}
 	acceptAll(2)
 
 	// An fd already brought stays queued through del and add.
 	dial()
-	if _, ev := pollEvents(p, lfd); ev&evIn == 0 {
+	if _, ev := pollEvents(p, lfd); ev&In == 0 {
 		t.Fatal("no event for a new connection")
 	}
-	if err := p.del(lfd); err != nil {
+	if err := p.Del(lfd); err != nil {
 		t.Fatal(err)
 	}
 	for k := 0; k < 3; k++ { // the cancellation, then the accept's last completion
-		if n, _ := p.wait(false); n != 0 {
+		if n, _ := p.Wait(false); n != 0 {
 			t.Fatalf("%d events with the listener out", n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := p.add(lfd, evIn, 0); err != nil {
+	if err := p.Add(lfd, In, 0); err != nil {
 		t.Fatal(err)
 	}
 	// A blocking wait does not sleep while fds are queued: the loop's
@@ -123,13 +123,13 @@ func TestURingMultishotAccept(t *testing.T) {
 	// kernel's backlog is empty).
 	// A wait that slept would return only at the kick, long after.
 	var kicked atomic.Bool
-	kick := time.AfterFunc(time.Minute, func() { kicked.Store(true); p.wake() })
-	n, err := p.wait(true)
+	kick := time.AfterFunc(time.Minute, func() { kicked.Store(true); p.Wake() })
+	n, err := p.Wait(true)
 	kick.Stop()
 	if err != nil || kicked.Load() {
 		t.Fatalf("blocking wait with an fd queued: %d events, %v, woken by the kick %v", n, err, kicked.Load())
 	}
-	if f, tag, ev := p.event(n - 1); f != lfd || tag != 0 || ev&evIn == 0 {
+	if f, tag, ev := p.Event(n - 1); f != lfd || tag != 0 || ev&In == 0 {
 		t.Fatalf("blocking wait's last event (%d, %d, %#x), want the listener", f, tag, ev)
 	}
 	acceptAll(1)
@@ -144,22 +144,22 @@ func TestURingMultishotAccept(t *testing.T) {
 		t.Fatalf("%d fds queued, want 1", len(p.ur.accepted))
 	}
 	queued := int(p.ur.accepted[0])
-	p.close()
+	p.Close()
 	if _, err := unix.FcntlInt(uintptr(queued), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
 		t.Fatalf("queued fd %d after close: %v, want EBADF", queued, err)
 	}
 }
 
 // addListener registers a new loopback listener with p as the loop does
-// (evIn, tag 0) and returns its fd and address; it is closed at cleanup.
-func addListener(t *testing.T, p *poller, backlog int) (int, netip.AddrPort) {
+// (In, tag 0) and returns its fd and address; it is closed at cleanup.
+func addListener(t *testing.T, p *Dispatcher, backlog int) (int, netip.AddrPort) {
 	t.Helper()
-	lfd, bound, err := listenTCP("127.0.0.1:0", listenOpts{backlog: backlog})
+	lfd, bound, err := Listen("127.0.0.1:0", ListenConfig{Backlog: backlog})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(lfd) })
-	if err := p.add(lfd, evIn, 0); err != nil {
+	if err := p.Add(lfd, In, 0); err != nil {
 		t.Fatal(err)
 	}
 	return lfd, bound
@@ -174,7 +174,7 @@ func addListener(t *testing.T, p *poller, backlog int) (int, netip.AddrPort) {
 // not once it is out.
 func TestURingScriptedAccepts(t *testing.T) {
 	requireURing(t)
-	p := openPollerOf(t, BackendIOURing)
+	p := openPollerOf(t, true)
 	u := p.ur
 	lfd, _ := addListener(t, p, 4)
 	i, _ := u.lookup(lfd)
@@ -201,21 +201,21 @@ func TestURingScriptedAccepts(t *testing.T) {
 	if n := u.listenerReady(0); n != 1 {
 		t.Fatalf("%d events with an fd queued, want 1", n)
 	}
-	if f, tag, ev := u.event(0); f != lfd || tag != 0 || ev != evIn {
+	if f, tag, ev := u.Event(0); f != lfd || tag != 0 || ev != In {
 		t.Fatalf("listener event (%d, %d, %#x)", f, tag, ev)
 	}
 	if err := feed(-int32(unix.EMFILE), false); err != nil || r.armed {
 		t.Fatalf("EMFILE: %v, armed %v", err, r.armed)
 	}
-	fd, peer, en := p.accept(lfd)
+	fd, peer, en := p.Accept(lfd)
 	if en != 0 || fd != fd1 || peer != c1.LocalAddr().(*net.TCPAddr).AddrPort() {
 		t.Fatalf("accept: %d %v %v, want %d %v", fd, peer, en, fd1, c1.LocalAddr())
 	}
 	unix.Close(fd1)
-	if _, _, en := p.accept(lfd); en != unix.EMFILE || r.armed {
+	if _, _, en := p.Accept(lfd); en != unix.EMFILE || r.armed {
 		t.Fatalf("accept after the queue: %v, armed %v; want EMFILE, not re-armed", en, r.armed)
 	}
-	if _, _, en := p.accept(lfd); en != unix.EAGAIN {
+	if _, _, en := p.Accept(lfd); en != unix.EAGAIN {
 		t.Fatalf("accept after EMFILE was reported: %v, want EAGAIN", en)
 	}
 	u.settle(i) // as add after the pause
@@ -225,7 +225,7 @@ func TestURingScriptedAccepts(t *testing.T) {
 	if err := feed(-int32(unix.ECONNABORTED), false); err != nil || r.armed {
 		t.Fatalf("ECONNABORTED: %v, armed %v", err, r.armed)
 	}
-	if _, _, en := p.accept(lfd); en != unix.ECONNABORTED || !r.armed {
+	if _, _, en := p.Accept(lfd); en != unix.ECONNABORTED || !r.armed {
 		t.Fatalf("accept: %v, armed %v; want ECONNABORTED, armed again", en, r.armed)
 	}
 	if err := feed(-int32(unix.EBADF), false); err == nil || !errors.Is(err, unix.EBADF) {
@@ -235,7 +235,7 @@ func TestURingScriptedAccepts(t *testing.T) {
 	if err := feed(int32(fd2), true); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.del(lfd); err != nil {
+	if err := p.Del(lfd); err != nil {
 		t.Fatal(err)
 	}
 	if n := u.listenerReady(0); n != 0 || len(u.accepted) != 1 {
@@ -249,7 +249,7 @@ func TestURingScriptedAccepts(t *testing.T) {
 // the multishot accept replaced, kept for comparisons.
 func TestURingPollAccept(t *testing.T) {
 	requireURing(t)
-	p := openPollerWith(t, BackendIOURing, func(u *uringPoller) { u.pollAccept = true })
+	p := openPollerWith(t, true, func(u *URing) { u.pollAccept = true })
 	lfd, bound := addListener(t, p, 16)
 	if i, _ := p.ur.lookup(lfd); p.ur.regs[i].acc || !p.ur.regs[i].level {
 		t.Fatal("pollAccept: the listener is not on a level poll")
@@ -260,15 +260,15 @@ func TestURingPollAccept(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		if _, ev := pollEvents(p, lfd); ev&evIn == 0 {
+		if _, ev := pollEvents(p, lfd); ev&In == 0 {
 			t.Fatalf("round %d: no readable event for the listener", round)
 		}
-		fd, peer, en := p.accept(lfd)
+		fd, peer, en := p.Accept(lfd)
 		if en != 0 || peer != c.LocalAddr().(*net.TCPAddr).AddrPort() {
 			t.Fatalf("round %d: accept %d %v %v", round, fd, peer, en)
 		}
 		unix.Close(fd)
-		if _, _, en := p.accept(lfd); en != unix.EAGAIN {
+		if _, _, en := p.Accept(lfd); en != unix.EAGAIN {
 			t.Fatalf("round %d: accept with nothing pending: %v, want EAGAIN", round, en)
 		}
 		if len(p.ur.accepted) != 0 {

@@ -1,6 +1,6 @@
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || ppc64le)
 
-package server
+package netpoll
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 )
 
 // park is a blocking wait that releases the loop's P while it sleeps, as
-// epollPoller.park does for epoll. A blocking io_uring_enter keeps the P
+// Epoll.Park does for epoll. A blocking io_uring_enter keeps the P
 // until sysmon retakes it (up to 10 ms once sysmon has backed off), which a
 // pool worker sharing the P waited out each time the loop slept while the
 // worker was runnable: measured with 20 ms handlers, one P, 64 connections
@@ -27,10 +27,10 @@ import (
 // the kernel, or not at all (an RCU callback: 22 ms, or more than 200 ms;
 // TestRegisterEventfd), so wake kicks the parked loop itself
 // (parker.kick). If the eventfd cannot be set up or registered, park is
-// wait(true).
-func (p *uringPoller) park() (int, error) {
+// Wait(true).
+func (p *URing) Park() (int, error) {
 	if p.ring == nil || p.pk.off || p.acceptPending() {
-		return p.wait(true) // which does not sleep while accepts wait
+		return p.Wait(true) // which does not sleep while accepts wait
 	}
 	p.ring.EventfdSignals(true)
 	n, err, ok := p.pk.sleep(p.openPark)
@@ -38,13 +38,13 @@ func (p *uringPoller) park() (int, error) {
 	if ok {
 		return n, err
 	}
-	return p.wait(true)
+	return p.Wait(true)
 }
 
 // openPark creates the park eventfd, registers it with the ring and hands
 // it to the parker. It runs inside the first park's sleep, with signals on
 // (a registration starts with them on; park turns them off after it).
-func (p *uringPoller) openPark() error {
+func (p *URing) openPark() error {
 	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		return os.NewSyscallError("eventfd", err)
@@ -53,5 +53,5 @@ func (p *uringPoller) openPark() error {
 		unix.Close(fd)
 		return err
 	}
-	return p.pk.open(fd, "sluice-uring-park", func() (int, error) { return p.wait(false) })
+	return p.pk.open(fd, "sluice-uring-park", func() (int, error) { return p.Wait(false) })
 }
