@@ -19,8 +19,7 @@ import (
 // at once for the workers, and in its own epoll_pwait or io_uring_enter
 // ("syscall", no netpoller round trip) when the pool is idle. A P held in
 // a blocking syscall is handed to a runnable worker only when sysmon
-// retakes it, up to 10 ms later: with one P, a pool at 20 ms of work per frame served 24 frames/s
-// where the loop alone served 43 (docs/OVERLOAD.md).
+// retakes it, up to 10 ms later (docs/OVERLOAD.md, The worker pool's law).
 func TestLoopParksWhilePoolBusy(t *testing.T) { poolOnEachBackend(t, testLoopParks) }
 
 // poolOnEachBackend runs test as a subtest per backend, each with a

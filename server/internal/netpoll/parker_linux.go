@@ -19,12 +19,12 @@ import (
 // it sets a read deadline in the past, and the runtime readies the
 // goroutine waiting on the descriptor then and there, ahead of everything
 // else queued on that P. A worker that kicks its loop after handing it a
-// reply, and then yields (pool.worker), gives the loop its turn at once:
-// it writes the reply and reads what arrived meanwhile. A readiness edge
-// alone is seen only when the scheduler next polls the network, which a
-// worker that keeps its P busy postpones until it blocks or sysmon polls
-// (10 ms): with one P and 20 ms of work, bytes waited up to 20 ms in the
-// socket before the loop read them (p99 19.5 ms, the sluice_rxstamp build).
+// reply, and then yields, gives the loop its turn at once: it writes the
+// reply and reads what arrived meanwhile. A readiness edge alone is seen
+// only when the scheduler next polls the network, which a worker that
+// keeps its P busy postpones until it blocks or sysmon polls (up to
+// 10 ms), and bytes wait in the socket that long (docs/OVERLOAD.md, The
+// worker pool's law).
 //
 // Only the loop calls open, sleep and close; kick may be called from any
 // goroutine between open and close.

@@ -108,8 +108,8 @@ func (p *URing) clearIovecs() {
 	p.niovs = 0
 }
 
-// send submits a sendmsg of iovs on fd (a send when there is one), with
-// the next wait; its completion comes as an Sent event. One send per
+// Send submits a sendmsg of iovs on fd (a send when there is one), with
+// the next wait; its completion comes as a Sent event. One send per
 // connection is in flight at a time.
 func (p *URing) Send(fd int, iovs []unix.Iovec) error {
 	i, ok := p.lookup(fd)
@@ -186,8 +186,8 @@ func (p *URing) settleRecv(i uint32) error {
 }
 
 // completeRecv handles a completion of registration i's recv: bytes become
-// an Data event (their buffer recycled at the next wait), end of file an
-// Data event with no bytes, an error an Data event with the negated
+// a Data event (their buffer recycled at the next wait), end of file an
+// Data event with no bytes, an error a Data event with the negated
 // errno in res; -ENOBUFS (the ring ran dry) and -ECANCELED (RecvOff, del)
 // make none. A recv that ended is re-armed if still wanted.
 func (p *URing) completeRecv(i uint32, c uring.CQE, out int) int {

@@ -15,51 +15,51 @@ import (
 )
 
 // URing is the io_uring backend: the poller contract filled with one
-// multishot IORING_OP_POLL_ADD per registered descriptor (the timer
-// fd and the wake-up eventfd included, as with epoll), reaped from the
-// completion queue. Multishot polls are edge-triggered like EPOLLET; a
-// descriptor registered without Edge (the listener, level-triggered under
-// epoll so an accept budget's leftovers are reported again) gets a one-shot
-// poll re-armed after each completion, which the kernel completes at once
-// while the descriptor stays ready; the listener itself accepts by a
-// multishot accept instead (uring_accept_linux.go). Writes stay the
-// loop's system calls; reads too for connections outside recv mode (below).
+// multishot IORING_OP_POLL_ADD per registered descriptor (the timer fd and
+// the wake-up eventfd included, as with epoll), reaped from the completion
+// queue. Multishot polls are edge-triggered like EPOLLET; a descriptor
+// registered without Edge gets a one-shot poll re-armed after each
+// completion, which the kernel completes at once while the descriptor
+// stays ready (level-triggered). The listener (no Edge, tag 0) accepts by
+// a multishot accept instead (uring_accept_linux.go). Its zero value is
+// ready for Open; the ring itself is created by Attach, on the owner's
+// thread (single issuer).
 //
-// Each registration is a record (pollReg) whose index and generation are the
-// poll's user_data; the fd, tag and interest live in the record, not in the
-// kernel. mod updates the events in place (IORING_POLL_UPDATE_EVENTS), del
-// removes the poll, and a record is reused only after the kernel posted the
-// poll's last completion (no IORING_CQE_F_MORE), so a completion always
-// names the registration it belongs to: one for a removed registration is
-// dropped, whatever has reused its fd since. A poll that ends while still
-// registered is re-armed. Control operations are submitted with
-// CQE_SKIP_SUCCESS; a failed one that may be retried (-EALREADY: the poll
-// was being run) is queued again for the next wait.
+// Each registration is a record (pollReg) whose index and generation are
+// the poll's user_data; the fd, tag and interest live in the record, not
+// in the kernel. Mod updates the events in place
+// (IORING_POLL_UPDATE_EVENTS), Del removes the poll, and a record is
+// reused only after the kernel posted the poll's last completion (no
+// IORING_CQE_F_MORE), so a completion always names the registration it
+// belongs to: one for a removed registration is dropped, whatever has
+// reused its fd since. A poll that ends while still registered is
+// re-armed. Control operations are submitted with CQE_SKIP_SUCCESS; a
+// failed one that may be retried (-EALREADY: the poll was being run) is
+// queued again for the next Wait.
 //
-// Connections (registrations with a non-zero tag and Edge) are read by
-// completion when the loop's provided buffer ring could be set up (recv
-// mode, see RecvMode): a connection gets an IORING_OP_RECV that takes a
-// buffer from the ring, so the kernel hands the bytes over with the
-// completion and the loop makes no read(2). A recv completion becomes an
-// event with Data whose bytes Received(i) returns; they stay the loop's
-// until the next wait, which gives their buffers back to the ring. Each
-// recv is a multishot capped at recvCapBytes in all (one buffer's worth;
-// uring.SQE.SetMultishotLimit): it stays armed across the small messages
-// within its cap, which saves a submission and a poll arming per message,
-// and the completion that reaches the cap ends it. After an ended recv the
-// loop asks for the next one with RecvOn when it can take more, which is
-// how read budgets and backpressure hold: what the kernel hands over
-// between two armings is less than the cap plus one buffer (8 KiB; a
-// single recv's was one buffer), where an uncapped multishot drained the
-// socket into the ring whatever the loop's budgets (as measured: 9 MiB
-// queued against a 1 MiB MaxQueuedBytes). A kernel without the cap fails the first such recv with
-// -EINVAL, and the poller falls back to single recvs (recvCap 0).
-// RecvOff cancels an armed recv (closing). A recv that ran dry (-ENOBUFS)
-// or was cancelled while wanted is armed again. The
-// poll of such a registration watches only EPOLLOUT, armed the first time
-// the loop asks for it (error and hang-up come with it).
+// Connections (registrations with a non-zero tag and Edge) are read and
+// written by completion when Attach could set up the loop's provided
+// buffer ring (recv mode, RecvMode); otherwise they stay on readiness and
+// the owner's read(2) and writev(2). In recv mode a connection gets an
+// IORING_OP_RECV that takes a buffer from the ring, so the kernel hands
+// the bytes over with the completion: a Data event whose bytes Received(i)
+// returns, the owner's until the next Wait, which gives their buffers back
+// to the ring. Each recv is a multishot capped at recvCapBytes in all
+// (uring.SQE.SetMultishotLimit): it stays armed across the small messages
+// within its cap, saving a submission per message, and the completion
+// that reaches the cap ends it. The next one is armed only when the owner
+// asks (RecvOn), which is how the engine's read budgets and backpressure
+// hold: between two armings the kernel hands over less than the cap plus
+// one buffer, where an uncapped multishot would drain the socket into the
+// ring whatever the budgets. A kernel without the cap fails the first such
+// recv with -EINVAL, and the poller falls back to single recvs (recvCap
+// 0). RecvOff cancels an armed recv. A recv that ran dry (-ENOBUFS) or was
+// cancelled while wanted is armed again. The poll of such a registration
+// watches only EPOLLOUT, armed the first time the owner asks for it (error
+// and hang-up come with it). Sends are sendmsgs through the ring
+// (uring_io_linux.go).
 type URing struct {
-	ring       *uring.Ring // nil until attach
+	ring       *uring.Ring // nil until Attach
 	timerfd    int
 	wakefd     int
 	opened     bool
@@ -156,7 +156,7 @@ func (p *URing) Open(maxEvents int) error {
 	return nil
 }
 
-// attach sets the ring up on the calling (the loop's locked) thread and
+// Attach sets the ring up on the calling (the loop's locked) thread and
 // arms what was registered before.
 func (p *URing) Attach() error {
 	feats, err := uringUsable()
@@ -357,7 +357,7 @@ func (p *URing) settleLater() {
 	p.later = append(p.later[:0], p.later[n:]...)
 }
 
-// wait submits what the loop prepared and reaps completions into events:
+// Wait submits what the loop prepared and reaps completions into events:
 // block=false never sleeps (one io_uring_enter, none when there is nothing
 // to submit or collect), block=true waits for at least one completion.
 func (p *URing) Wait(block bool) (int, error) {

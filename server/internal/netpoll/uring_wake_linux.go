@@ -15,8 +15,8 @@ import (
 // The io_uring backend's wake-up, timer and teardown, and the detection of
 // what the kernel offers.
 
-// wake adds 1 to the eventfd, a new edge for its multishot poll, and kicks
-// a loop parked in the netpoller (see park: the ring's signal for this
+// Wake adds 1 to the eventfd, a new edge for its multishot poll, and kicks
+// a loop parked in the netpoller (see Park: the ring's signal for this
 // poll comes late).
 func (p *URing) Wake() error {
 	if !p.opened {
@@ -42,7 +42,7 @@ func (p *URing) ArmTimer(afterNanos int64) error {
 	return nil
 }
 
-// close tears the ring down (cancelling every poll, so the kernel drops its
+// Close tears the ring down (cancelling every poll, so the kernel drops its
 // references to the descriptors) and closes the timer and wake-up fds.
 func (p *URing) Close() {
 	if !p.opened {
