@@ -4,6 +4,7 @@ package lab_test
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/internal/procstat"
+	"github.com/sluicenet/sluice/internal/spin"
 	"github.com/sluicenet/sluice/lab"
 )
 
@@ -19,9 +21,15 @@ import (
 // connections, 2× capacity, one round of 300 ms windows: nine runs) and
 // checks the report: every run there with a result and its accounts, the
 // cells, the checkpoints and the files. Resuming the finished matrix runs
-// nothing.
+// nothing. The runner sizes its capacity run's queue from the nominal work
+// (about 200 ms of it), so the windows stretch by how much slower than
+// nominal spin.For runs here (spinSlowness): a slower CPU still gets answers
+// inside them.
 func TestMatrixEndToEnd(t *testing.T) {
 	cpus := pinnedRunCPUs(t, "starts servers and the generator for about ten seconds")
+	const work = 200 * time.Microsecond
+	slow := spinSlowness(work)
+	t.Logf("spin.For runs %.2f× its nominal time here: windows of %v", slow, stretch(300*time.Millisecond, slow))
 	checkpoints := 0
 	cfg := lab.MatrixConfig{
 		BenchBin:   os.Args[0],
@@ -31,11 +39,11 @@ func TestMatrixEndToEnd(t *testing.T) {
 		ClientCPUs: cpus[1:2],
 		Servers:    []string{lab.ServerSluiceShedDefault, lab.ServerNet},
 		Factors:    []float64{2},
-		Works:      []time.Duration{200 * time.Microsecond},
+		Works:      []time.Duration{work},
 		Modes:      []string{lab.ModeInline, lab.ModePool},
 		Conns:      []int{8},
-		Warmup:     100 * time.Millisecond,
-		Duration:   300 * time.Millisecond,
+		Warmup:     stretch(100*time.Millisecond, slow),
+		Duration:   stretch(300*time.Millisecond, slow),
 		MinSamples: 10,
 		Progress:   testLog{t},
 		Checkpoint: func(*lab.MatrixReport) { checkpoints++ },
@@ -94,6 +102,27 @@ func TestMatrixEndToEnd(t *testing.T) {
 	if err != nil || len(again.Runs) != len(rep.Runs) || again.Config.Conns[0] != 8 {
 		t.Errorf("resuming a finished matrix: %v, %d runs, config %+v", err, len(again.Runs), again.Config)
 	}
+}
+
+// spinSlowness returns how many times its nominal duration spin.For(work)
+// takes on this machine, at least 1: the fastest of three timings of 50
+// calls.
+func spinSlowness(work time.Duration) float64 {
+	const n = 50
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		t0 := time.Now()
+		for range n {
+			spin.For(work)
+		}
+		best = min(best, time.Since(t0))
+	}
+	return max(1, float64(best)/float64(n*work))
+}
+
+// stretch returns d times f, rounded to the millisecond.
+func stretch(d time.Duration, f float64) time.Duration {
+	return time.Duration(float64(d) * f).Round(time.Millisecond)
 }
 
 // pinnedRunCPUs skips a test that starts servers and generators (for about

@@ -16,9 +16,13 @@ import (
 // accounts: every generator ran and got answers, the classified server
 // and the one without classes both ran, and the tenants' shares add up to
 // their number. It judges no target: those are the bench's, not a timed
-// test's.
+// test's. The windows stretch by spinSlowness, as in TestMatrixEndToEnd: the
+// capacity run's queue is sized from the nominal work.
 func TestOverloadMixEndToEnd(t *testing.T) {
 	cpus := pinnedRunCPUs(t, "starts servers and generators for about five seconds")
+	const work = 200 * time.Microsecond
+	slow := spinSlowness(work)
+	t.Logf("spin.For runs %.2f× its nominal time here: windows of %v", slow, stretch(300*time.Millisecond, slow))
 	cfg := lab.OverloadConfig{
 		BenchBin:   os.Args[0],
 		BenchEnv:   []string{childEnv},
@@ -29,8 +33,9 @@ func TestOverloadMixEndToEnd(t *testing.T) {
 		Conns:      8,
 		Factor:     3,
 		Tenants:    3,
-		Warmup:     100 * time.Millisecond,
-		Duration:   300 * time.Millisecond,
+		Work:       work,
+		Warmup:     stretch(100*time.Millisecond, slow),
+		Duration:   stretch(300*time.Millisecond, slow),
 		Progress:   testLog{t},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
