@@ -34,7 +34,7 @@
 // bench refuses to own the servers under test (package server, cmd/echo),
 // framing for servers (package protocol; the generator frames and checks with
 // its own code so that it does not share what it verifies), flag parsing
-// (cmd/sluiceload, cmd/bench) and the comparison lab: the runner that sets
+// (cmd/sluiceload, lab/cmd/bench) and the comparison lab: the runner that sets
 // sluice beside gnet, net and the C floor servers, its peers, reports and
 // charts live in the lab module (lab/) and are reached through its cmd/bench.
 //

@@ -12,7 +12,7 @@
 //	sluiceload -addr 127.0.0.1:6379 -codec resp -rate 50000 -svg latency.svg
 //	sluiceload -addr 127.0.0.1:8080 -codec http -conns 32 -json > result.json
 //
-// Run "sluiceload -h" for every flag. It is the generator cmd/bench load
+// Run "sluiceload -h" for every flag. It is the generator lab/cmd/bench load
 // runs (package bench; flags in internal/loadcmd). Linux only.
 package main
 

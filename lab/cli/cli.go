@@ -85,7 +85,9 @@ commands:
   connflood open connections at a rate and record how each ended (overload's child)
   peerflood peers that send and never read (overload's child)
 
-"bench <command> -h" lists a command's flags.
+"bench <command> -h" lists a command's flags. Run it in lab/ of the sluice
+repository (cd lab && go run ./cmd/bench ...): the reports go to ../docs by
+default, and sluice's cmd/echo and cmd/kv are built from the checkout above.
 `)
 }
 
