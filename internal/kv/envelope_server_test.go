@@ -188,10 +188,15 @@ func TestEnvelopeServerRedisDuplicates(t *testing.T) {
 // TestEnvelopeServerSlowDependency: a mutation waiting on a slow
 // dependency does not hold up other connections' requests: 20 PINGs on
 // another connection of the same loop finish before the PUT can (it takes
-// at least the dependency's latency). The latency is derived from a
-// reference measured here, 20 PINGs with nothing else in flight, so that a
-// slow or loaded machine, whose PINGs are slow too, is given a longer one.
+// at least the dependency's latency, so PINGs held up by it could not).
+// That bound is the point of the test; whether this machine can resolve it
+// is judged from a reference measured here first, 20 PINGs with nothing
+// else in flight: a machine on which they alone take a quarter of the
+// latency cannot tell held-up PINGs from slow ones, and the order is not
+// asserted there. (The latency stays 1 s: the server bounds a worker
+// request without a deadline by its 2 s op timeout.)
 func TestEnvelopeServerSlowDependency(t *testing.T) {
+	const latency = time.Second
 	pings := func(ec *envClient) time.Duration {
 		t.Helper()
 		begin := time.Now()
@@ -202,27 +207,28 @@ func TestEnvelopeServerSlowDependency(t *testing.T) {
 		}
 		return time.Since(begin)
 	}
-	ref := startServer(t, envOptions(Options{Engine: serverLoops(1)}))
-	refConn := dialEnvelope(t, ref)
-	pings(refConn) // warm: the connection, the loop, the code
-	reference := pings(refConn)
-	latency := max(time.Second, 50*reference)
-
 	s := startServer(t, envOptions(Options{DepLatency: latency, Engine: serverLoops(1)}))
 	slow, fast := dialEnvelope(t, s), dialEnvelope(t, s)
+	pings(fast) // warm: the connection, the loop, the code
+	reference := pings(fast)
 	start := time.Now()
 	slow.send(req{id: 1, method: "PUT", payload: AppendPut(nil, []byte("k"), []byte("v"))})
-	pings(fast)
-	fastDone := time.Since(start)
+	fastDone := pings(fast)
 	m := slow.next()
 	slowDone := time.Since(start)
 	if summary(m) != ok("") {
 		t.Fatalf("PUT: %+v", summary(m))
 	}
-	if slowDone < latency || fastDone >= latency {
-		t.Fatalf("20 PINGs took %v (%v alone), the PUT %v: the PINGs must finish before the PUT could (it takes at least %v)", fastDone, reference, slowDone, latency)
+	if slowDone < latency {
+		t.Fatalf("the PUT took %v, less than the dependency's %v", slowDone, latency)
 	}
 	t.Logf("20 PINGs on another connection in %v (%v alone) while the PUT took %v (one loop)", fastDone, reference, slowDone)
+	if fastDone >= latency {
+		if 4*reference >= latency {
+			t.Skipf("20 PINGs alone took %v here, too slow to tell PINGs held up by the %v dependency from slow ones", reference, latency)
+		}
+		t.Fatalf("20 PINGs took %v (%v alone) with the PUT in flight: held up by its %v dependency", fastDone, reference, latency)
+	}
 }
 
 // TestEnvelopeServerDeadlines: a request whose deadline already passed is
