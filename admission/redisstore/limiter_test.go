@@ -69,20 +69,49 @@ func TestLimiterGCRA(t *testing.T) {
 }
 
 func TestLimiterRefills(t *testing.T) {
-	// 100 per second, burst 1: a refused request is allowed after its
-	// retry-after (Redis's clock; a real wait of about 10ms).
-	l := newLimiter(t, admission.Quota{Count: 100, Per: time.Second, Burst: 1})
-	key := []byte("r")
-	if d, _ := l.AllowN(bg, time.Time{}, key, 1); !d.Allowed {
-		t.Fatal("first refused")
+	// One per interval, burst 1: a refused request is allowed after its
+	// retry-after (Redis's clock; a real wait of up to the interval). The
+	// second of two back-to-back calls is refused only if it comes before
+	// the refill, so the interval is derived from round trips measured
+	// here: 10 ms, or 20 times the slowest of five if that is longer (a
+	// loaded machine's round trips could otherwise span the 10 ms).
+	probe := newLimiter(t, admission.Quota{Count: 1, Per: time.Hour, Burst: 1000})
+	var rtt time.Duration
+	for range 5 {
+		begin := time.Now()
+		if _, err := probe.AllowN(bg, time.Time{}, []byte("probe"), 1); err != nil {
+			t.Fatal(err)
+		}
+		rtt = max(rtt, time.Since(begin))
 	}
-	d, _ := l.AllowN(bg, time.Time{}, key, 1)
-	if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 10*time.Millisecond {
-		t.Fatalf("second: %+v", d)
-	}
-	time.Sleep(d.RetryAfter + time.Millisecond)
-	if d, _ := l.AllowN(bg, time.Time{}, key, 1); !d.Allowed {
-		t.Fatalf("after retry-after: %+v", d)
+	interval := max(10*time.Millisecond, 20*rtt)
+	l := newLimiter(t, admission.Quota{Count: 1, Per: interval, Burst: 1})
+	var d admission.Decision
+	for try := 0; ; try++ {
+		key := fmt.Appendf(nil, "r%d", try)
+		begin := time.Now()
+		if d, _ := l.AllowN(bg, time.Time{}, key, 1); !d.Allowed {
+			t.Fatalf("first refused: %+v", d)
+		}
+		d, _ = l.AllowN(bg, time.Time{}, key, 1)
+		took := time.Since(begin)
+		if !d.Allowed {
+			if d.RetryAfter <= 0 || d.RetryAfter > interval {
+				t.Fatalf("second: %+v, want a retry-after in (0, %v]", d, interval)
+			}
+			time.Sleep(d.RetryAfter + time.Millisecond)
+			if d, _ := l.AllowN(bg, time.Time{}, key, 1); !d.Allowed {
+				t.Fatalf("after retry-after: %+v", d)
+			}
+			t.Logf("refill interval %v (round trips up to %v), retry-after %v", interval, rtt, d.RetryAfter)
+			return
+		}
+		// Allowed: only right if the two calls spanned the refill, a stall
+		// past the reference; then try again on a fresh key.
+		if took < interval || try == 2 {
+			t.Fatalf("second: %+v after %v, within the %v refill interval (try %d)", d, took, interval, try)
+		}
+		t.Logf("try %d: the two calls took %v, past the %v interval (round trips up to %v): again", try, took, interval, rtt)
 	}
 }
 

@@ -52,9 +52,13 @@ func TestRouteClientLogs(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: 1})
+	// The closed port refuses at once: the dial timeout and the context are
+	// safety nets, long enough that a loaded machine's dials end in the
+	// refusal, not in their own timeout (100 ms and 1 s did, with four CPU
+	// hogs beside the test: "i/o timeout").
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 5 * time.Second, MaxRetries: 1})
 	for i := 0; i < 3; i++ { // each Ping logs the pool's dial failure
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if err := rdb.Ping(ctx).Err(); err == nil {
 			t.Fatal("ping to a closed port succeeded")
 		}
