@@ -19,7 +19,7 @@ func (l *loop) acceptPhase() {
 		return
 	}
 	for i := 0; i < l.cfg.MaxAcceptPerTurn; i++ {
-		if l.lis.rejecting {
+		if l.e.rejecting.Load() {
 			if !l.acceptReject() {
 				return
 			}
@@ -59,9 +59,7 @@ func (l *loop) pauseForFds(en unix.Errno) {
 	l.st[cAcceptPauses]++
 	l.st[cPauseErrnoBase+int(pauseErrnoOf(en))]++
 	l.lis.pausedUntil = l.now + max(int64(l.cfg.AcceptRetryDelay), 1)
-	if s := l.stage; s != nil {
-		s.acceptError(en)
-	}
+	l.shed.acceptError(en)
 	if lg := l.cfg.Logger; lg != nil && l.st[cAcceptPauses]&(l.st[cAcceptPauses]-1) == 0 {
 		// logged on the 1st, 2nd, 4th, 8th... pause so a long shortage cannot flood the log
 		lg.Warn("sluice: accept paused", "loop", l.id, "errno", en.Error(),
@@ -86,9 +84,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	}
 	c := &Conn{loop: l, fd: int32(fd), gen: l.gen, remote: peer}
 	c.tm.idx, c.tm.c = -1, c
-	if s := l.stage; s != nil {
-		s.opened(c)
-	}
+	l.shed.opened(c)
 	if err := l.p.Add(fd, connEvents, uint32(c.gen)); err != nil {
 		sysClose(fd)
 		l.e.unreserveConn()

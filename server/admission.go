@@ -320,3 +320,15 @@ func (e *Engine) admissionStats(sum *counters, queuedBytes int64) AdmissionStats
 	}
 	return s
 }
+
+// FrameClaim returns the idempotency claim the policy made for the frame
+// being handled (ClaimNew: the handler runs and should Finish or Abandon
+// the claim with its Token), and false when the current frame has none. It
+// is valid only inside OnFrame, on the loop.
+func (c *Conn) FrameClaim() (admission.Claim, bool) {
+	l := c.loop
+	if !l.onLoop() {
+		return admission.Claim{}, false
+	}
+	return l.shed.frameClaim(c)
+}

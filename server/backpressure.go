@@ -51,10 +51,7 @@ func (l *loop) mayResume(c *Conn) bool {
 	if c.outBytes > 0 && l.overQueued() {
 		return false // global pressure: only a connection that read everything reads more
 	}
-	if s := l.stage; s != nil {
-		return s.mayResume(c)
-	}
-	return true
+	return l.shed.mayResume(c)
 }
 
 // resumeRead lifts c's pause; c goes on the ready list, because bytes may

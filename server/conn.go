@@ -29,6 +29,7 @@ const (
 	fRecvEOF                          // recv mode: the recv reported end of file, seen once held input is used
 	fPoolWait                         // ordered pool: a frame is in the pool; the next waits until it is done
 	fPoolBacklog                      // ordered pool: input waits in c.in behind the frame in the pool (pool.backlog counts it)
+	fDeferred                         // the admission stage defers its reads (its slow list): not read until it says
 )
 
 // Connection states visible to other goroutines.
@@ -74,10 +75,9 @@ type Conn struct {
 
 	nextReady *Conn
 	nextDirty *Conn
-	closing   error      // cause of a requested close; loop-owned
-	pending   int32      // frames in the worker pool; loop-owned
-	sending   int32      // recv mode: bytes of the send in flight (sendq_linux.go)
-	adm       *connStage // admission state (stage.go); nil unless the stage needs it
+	closing   error // cause of a requested close; loop-owned
+	pending   int32 // frames in the worker pool; loop-owned
+	sending   int32 // recv mode: bytes of the send in flight (sendq_linux.go)
 
 	remote netip.AddrPort
 	ctx    atomic.Pointer[any]

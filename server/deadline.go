@@ -72,14 +72,14 @@ func (l *loop) armConn(c *Conn) {
 
 // armTimerfd points the timerfd at the earliest deadline: connection
 // timers, the EMFILE retry, the drain deadline, the gate's sampling while
-// it is closed, and what the admission stage has due. A timerfd armed
+// it is closed, and what the admission stage has due (stageAt). A timerfd armed
 // earlier than needed is left alone: it fires, finds nothing due and is
 // re-armed, which is cheaper than a syscall every time the earliest
 // deadline moves later.
-func (l *loop) armTimerfd() {
-	next := int64(math.MaxInt64)
+func (l *loop) armTimerfd(stageAt int64) {
+	next := stageAt
 	if t := l.timers.peek(); t != nil {
-		next = t.at
+		next = min(next, t.at)
 	}
 	if l.lis.pausedUntil != 0 {
 		next = min(next, l.lis.pausedUntil)
@@ -88,15 +88,12 @@ func (l *loop) armTimerfd() {
 		next = min(next, d)
 	}
 	next = min(next, l.gateWakeAt())
-	if s := l.stage; s != nil {
-		next = min(next, s.wakeAt())
-	}
-	if next == math.MaxInt64 || l.timerAt > l.now && l.timerAt <= next {
+	if next == math.MaxInt64 || l.timers.firesAt > l.now && l.timers.firesAt <= next {
 		return
 	}
 	if err := l.p.ArmTimer(next - l.now); err != nil {
 		l.e.fail(err)
 		return
 	}
-	l.timerAt = next
+	l.timers.firesAt = next
 }

@@ -95,7 +95,7 @@ func TestRejectHoldProbe(t *testing.T) {
 	const short, long = 100 * time.Millisecond, 800 * time.Millisecond
 	engine := func(t *testing.T) *Engine {
 		return startWith(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: lazyPolicy(t, short)}, newTestHandler(),
-			func(e *Engine) { e.loops[0].stage.lazy[1].hold = int64(long) })
+			func(e *Engine) { loopStage(e).lazy[1].hold = int64(long) })
 	}
 	// refusals sends frames (all over the tenant's burst) and times the
 	// arrival of their n refusals from the first send.
@@ -311,7 +311,7 @@ func slowReadsRun(t *testing.T, firstFrame bool) {
 func TestLongPark(t *testing.T) {
 	const hold = 600 * time.Millisecond
 	e, started := slowFrameEngine(t, func(e *Engine) { // as when derived: a long hold, and no Classify
-		s := e.loops[0].stage
+		s := loopStage(e)
 		s.lazy[1].hold, s.longPark = int64(hold), true
 	})
 	a := dialLine(t, e.Addr().String(), nil)
@@ -479,15 +479,14 @@ func TestLongParksDueFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := e.loops[0].stage
+	s := loopStage(e)
 	if !s.longPark {
 		t.Fatal("derived stage without Classify: no long parks")
 	}
 	ms := int64(time.Millisecond)
 	// 12 long parks due at 1..12 ms, in a shuffled order, and one short park
 	for _, i := range []int64{7, 3, 12, 1, 9, 5, 11, 2, 8, 4, 10, 6} {
-		c := &Conn{adm: &connStage{flags: sLongPark}}
-		s.park(c, i*ms, false)
+		s.park(&connStage{c: &Conn{}, flags: sLongPark}, i*ms, false)
 	}
 	if s.slowLong != 12 || s.slowEarly != 0 {
 		t.Fatalf("slowLong %d slowEarly %d, want 12 and 0", s.slowLong, s.slowEarly)
@@ -496,17 +495,17 @@ func TestLongParksDueFirst(t *testing.T) {
 		t.Errorf("the %d due first end at %v, want %v", shed.IdleParkReads, time.Duration(got), time.Duration(shed.IdleParkReads*ms))
 	}
 	s.busy.Set(false)
-	if s.beforeSleep() {
+	if s.idle() {
 		t.Error("a loop not judged overloaded reads long parks early")
 	}
 	s.busy.Set(true)
-	if !s.beforeSleep() || !s.slowFirst || s.slowNow {
-		t.Errorf("overloaded, only long parks: beforeSleep must read the ones due first (slowFirst %v slowNow %v)", s.slowFirst, s.slowNow)
+	if !s.idle() || !s.slowFirst || s.slowNow {
+		t.Errorf("overloaded, only long parks: idle must read the ones due first (slowFirst %v slowNow %v)", s.slowFirst, s.slowNow)
 	}
 	// fewer than shed.IdleParkReads: all of them
 	s.slow, s.slowLong, s.slowDue = nil, 0, 0
 	for _, i := range []int64{3, 1, 2} {
-		s.park(&Conn{adm: &connStage{flags: sLongPark}}, i*ms, false)
+		s.park(&connStage{c: &Conn{}, flags: sLongPark}, i*ms, false)
 	}
 	if got := s.longParksDueFirst(); got != 3*ms {
 		t.Errorf("all 3 end at %v, want 3ms", time.Duration(got))
@@ -531,8 +530,8 @@ func TestDeferKeepsEdgeBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := e.loops[0].stage
-		l := s.l
+		s := loopStage(e)
+		l := e.loops[0]
 		ms := int64(time.Millisecond)
 		now := e.clock()
 		l.now = now
@@ -540,23 +539,25 @@ func TestDeferKeepsEdgeBound(t *testing.T) {
 		// c's last draining read was 200 ms ago; this turn's events report
 		// it, and the previous wait returned 5 ms ago (the loop was busy
 		// since).
-		c := &Conn{loop: l, adm: &connStage{drainedAt: now - 200*ms, flags: sFresh}}
+		c := &Conn{loop: l, fd: 7}
+		a := &connStage{drainedAt: now - 200*ms, flags: sFresh}
+		s.track(c, a)
 		s.evBound = now - 5*ms
-		if s.beforeRead(c, true) || c.adm.flags&sSlow == 0 {
+		if s.beforeRead(c, true) || a.flags&sSlow == 0 || c.flags&fDeferred == 0 {
 			t.Fatalf("classes %v: a connection whose bytes may be %v old (C %v) was not deferred", classes, 5*time.Millisecond, time.Duration(s.caps.Short()))
 		}
 		want := now - 5*ms
 		if !classes {
 			want = now - 200*ms
 		}
-		if got := s.arrivalBound(c, false); got != want {
+		if got := s.arrivalBound(a, false); got != want {
 			t.Errorf("classes %v: after the deferral the bound is %v ago, want %v ago",
 				classes, time.Duration(now-got), time.Duration(now-want))
 		}
 		if !classes {
 			continue
 		}
-		if age, limit := now+s.rejDelay-s.arrivalBound(c, false), s.caps.Long(); age > limit {
+		if age, limit := now+s.rejDelay-s.arrivalBound(a, false), s.caps.Long(); age > limit {
 			t.Errorf("read off the slow list, a critical frame is %v old, past L %v", time.Duration(age), time.Duration(limit))
 		}
 	}
@@ -583,7 +584,7 @@ func TestNoLongParksInRecvMode(t *testing.T) {
 			if err := e.Shutdown(ctx); err != nil { // the loop has exited: its stage may be read
 				t.Fatal(err)
 			}
-			if got := e.loops[0].stage.longPark; got == recv {
+			if got := loopStage(e).parksLong(); got == recv {
 				t.Errorf("%v backend: long parks %v, want %v", e.Backend(), got, !recv)
 			}
 		})

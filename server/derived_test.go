@@ -30,7 +30,7 @@ func TestDerivedCapsByPriority(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return e.loops[0].stage
+		return loopStage(e)
 	}
 	codel := func() *admission.Admitter {
 		return newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{Interval: 10 * time.Millisecond}})
@@ -64,7 +64,7 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	check(admission.PriorityNormal, shed.LoopMinCap+20*ms, admission.ReasonQueue)
 	// Handlers now take 2 ms: C follows to 2 × 2 ms, L to 8 × C.
 	for i := 0; i < 200; i++ {
-		s.admitAt = s.l.e.clock() - 2*ms
+		s.admitAt = s.e.clock() - 2*ms
 		s.afterFrame()
 	}
 	if c := s.caps.Short(); c < shed.CapPerService*2*ms*7/8 || c > shed.CapPerService*2*ms*9/8 || s.caps.Long() != shed.LongCapFactor*c {
@@ -72,9 +72,9 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	}
 	// A window in which the loop never slept: a standing queue. Then one
 	// in which it slept half the time: not overloaded any more.
-	l0 := s.l
+	l0 := s.v
 	l0.now = s.busy.WindowEnd()
-	l0.pace.slept = false
+	l0.slept = false
 	s.noteIdle()
 	if !s.overloaded() {
 		t.Fatal("a window without sleep not judged overloaded")
@@ -88,7 +88,7 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	// that was not overloaded so (below).
 	asleep := func(frac int64) {
 		l0.now = s.busy.WindowEnd()
-		l0.pace.slept, l0.pace.turnEnd = true, l0.now-(shed.BusyWindow*frac/100)
+		l0.slept, l0.turnEnd = true, l0.now-(shed.BusyWindow*frac/100)
 		s.noteIdle()
 	}
 	asleep(10)
@@ -113,7 +113,7 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	if got, _ := s.capFor(admission.PriorityNormal, s.overloaded()); s.overloaded() || got != l {
 		t.Fatalf("a long busy period: overloaded %v, the deferral's cap %v, want false and %v", s.overloaded(), time.Duration(got), time.Duration(l))
 	}
-	l0.pace.slept, l0.pace.turnEnd = true, l0.now
+	l0.slept, l0.turnEnd = true, l0.now
 	l0.now++
 	s.noteIdle()
 	check(admission.PriorityNormal, l, admission.ReasonQueue)
@@ -128,7 +128,7 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	asleep(50)
 	// Handlers back to fast: C returns to the floor.
 	for i := 0; i < 200; i++ {
-		s.admitAt = s.l.e.clock()
+		s.admitAt = s.e.clock()
 		s.afterFrame()
 	}
 	if s.caps.Short() != shed.LoopMinCap {
@@ -355,7 +355,7 @@ func TestEchoZeroAllocsDerived(t *testing.T) {
 	// triggers is out of this test's reach.
 	pol := AdmissionPolicy{Admitter: adm, RejectFlushDelay: time.Second}
 	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), Admission: pol}, echoHandlerAlloc)
-	if s := e.loops[0].stage; !s.auto || !s.timed || s.fair == nil {
+	if s := loopStage(e); !s.auto || !s.timed || s.fair == nil {
 		t.Fatalf("stage: auto %v timed %v fair %v", s.auto, s.timed, s.fair != nil)
 	}
 	round, _, _ := echoRounds(t, e)

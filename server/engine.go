@@ -42,6 +42,7 @@ type Engine struct {
 	conns           atomic.Int64  // open plus reserved connections, all loops (the MaxConns cap)
 	open            atomic.Int64  // open connections, all loops (the gate's watermarks, Stats)
 	gate            atomic.Uint32 // gate reasons holding the listener closed
+	rejecting       atomic.Bool   // the admission gate is GateRejecting: loops accept only to refuse
 	gateTransitions atomic.Uint64
 	inboxFull       atomic.Uint64
 
@@ -135,7 +136,7 @@ func (e *Engine) Start() error {
 			return err
 		}
 		l.buf = make([]byte, e.cfg.ReadBufferBytes)
-		l.tasks = make([]task, e.cfg.MaxInboxTasksPerTurn)
+		l.inbox.batch = make([]task, e.cfg.MaxInboxTasksPerTurn)
 		ev := netpoll.In
 		if l.lis.shared {
 			ev |= netpoll.Exclusive

@@ -21,7 +21,6 @@ type listener struct {
 	in          bool            // fd is in the epoll set
 	ready       bool            // fd was reported readable by this turn's wait
 	pausedUntil int64           // EMFILE pause: keep the listener out until then (0: none)
-	rejecting   bool            // the admission gate is GateRejecting: accept only to refuse
 	nextSample  int64           // next accept-queue sample (loop clock)
 	info        netpoll.TCPInfo // getsockopt scratch of sampleAcceptQueue
 }
@@ -48,7 +47,7 @@ func (l *loop) wantListen() bool {
 	g := l.e.gate.Load()
 	// A policy gate in GateRejecting keeps accepting (to reject) even at
 	// MaxConns: refusing explicitly is the point of that state.
-	return g == 0 || l.lis.rejecting && g&^(gateMaxConns|gateAdmission) == 0
+	return g == 0 || l.e.rejecting.Load() && g&^(gateMaxConns|gateAdmission) == 0
 }
 
 // setListening adds the listener to epoll or takes it out (the gate
@@ -210,4 +209,20 @@ func (l *loop) gateWakeAt() int64 {
 		return math.MaxInt64
 	}
 	return max(l.lis.nextSample, l.now+1)
+}
+
+// worstBacklog returns the fullest accept queue of all loops, as they last
+// sampled it (depth and limit), and false when none has a sample.
+func (e *Engine) worstBacklog() (depth, limit uint32, ok bool) {
+	worst := -1.0
+	for _, o := range e.loops {
+		d, lim := o.pub[gAcceptDepth].Load(), o.pub[gAcceptLimit].Load()
+		if lim == 0 {
+			continue
+		}
+		if r := float64(d) / float64(lim); r > worst {
+			worst, depth, limit = r, uint32(d), uint32(lim)
+		}
+	}
+	return depth, limit, worst >= 0
 }

@@ -115,7 +115,7 @@ func (l *loop) observeWait(n int, prev int64) {
 		return
 	}
 	var lag uint64
-	if !l.pace.slept {
+	if !l.slept {
 		lag = uint64(max(l.now-prev, 0))
 	}
 	l.hists.own[hLag].add(histIndex(lag, durShift, durBuckets), lag, 1)

@@ -43,6 +43,7 @@ type inbox struct {
 	q       ringq.Ring[task]
 	closed  bool
 	pending atomic.Int32
+	batch   []task // the loop's scratch for one turn's tasks (MaxInboxTasksPerTurn)
 }
 
 func (ib *inbox) init(capacity int) { ib.q.Init(capacity) }
@@ -116,9 +117,9 @@ type waker interface{ wakeup() }
 // MaxInboxTasksPerTurn; the rest wait for the next turn (the loop does not
 // sleep while the inbox is not empty).
 func (l *loop) inboxPhase() {
-	n := l.inbox.take(l.tasks)
+	n := l.inbox.take(l.inbox.batch)
 	for i := 0; i < n; i++ {
-		t := &l.tasks[i]
+		t := &l.inbox.batch[i]
 		l.st[cInboxTasks]++
 		if t.kind == taskDone { // counts even for a connection that has gone
 			l.poolDone(t)

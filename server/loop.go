@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/ioflush"
 	"github.com/sluicenet/sluice/protocol"
 
@@ -17,13 +18,15 @@ import (
 // here is touched by other goroutines except the atomics (m, awake, pub) and
 // the inbox.
 type loop struct {
+	turnView // the turn's clock and state; the admission stage reads it
+
 	e        *Engine
 	id       int
 	cfg      *Config
 	h        Handler
 	codec    protocol.Codec
 	rejecter protocol.Rejecter // the codec's; nil: a refused frame closes its connection
-	stage    *stage            // the admission stage (stage.go); nil without Config.Admission
+	shed     shedder           // the admission stage (stage.go), or noShed without Config.Admission
 
 	m     atomic.Uintptr // getm() of the loop goroutine while it runs, else 0
 	awake atomic.Bool    // true: the loop will look at its inbox without an eventfd write
@@ -35,47 +38,52 @@ type loop struct {
 
 	lis listener // the listening socket and its part in the gate (gate.go)
 
-	conns  []*Conn  // by fd
-	held   [][]byte // by fd, recv mode: bytes a connection received and has not taken (recv.go)
-	nconns int
-	gen    uint64
+	conns []*Conn  // by fd
+	held  [][]byte // by fd, recv mode: bytes a connection received and has not taken (recv.go)
+	gen   uint64
 
-	timers  timerHeap
-	timerAt int64 // when the timerfd fires next (0: not armed)
+	timers timerHeap // connection deadlines and when the timerfd fires next (deadline.go)
 
 	readyq connQueue // connections a budget stopped, served next turn
 	dirtyq connQueue // connections to flush this turn
 
-	inbox inbox
-	tasks []task // MaxInboxTasksPerTurn scratch
+	inbox inbox // off-loop tasks and the turn's scratch for them (inbox.go)
 
 	pace pacing // what the wait phase remembers of earlier turns
-	now  int64  // loop clock for this turn: monotonic ns since the engine started
 	// arrived is when the frames being dispatched were read: now, or for
 	// frames held in a connection's input since an earlier read, that
 	// read's turn (consume; the worker pool's queueing delay starts there)
 	arrived int64
 	turn    uint64
+	exiting bool
 
-	draining bool
-	exiting  bool
-
-	bp           backpressure // queued bytes and paused reads (backpressure.go)
-	poolInflight int          // frames this loop handed to the worker pool, not yet done
+	bp backpressure // queued bytes and paused reads (backpressure.go)
 
 	st    counters  // plain counters and gauges (stats.go)
 	pub   published // their published copy
 	hists loopHists // histograms (hist.go)
 }
 
+// turnView is the part of a loop's state its admission stage may read: the
+// loop writes it, the stage only reads it (through a pointer it is given),
+// so the stage needs no other field of the loop.
+type turnView struct {
+	now          int64 // loop clock for this turn: monotonic ns since the engine started
+	slept        bool  // this turn's wait slept in epoll_wait
+	prevFull     bool  // the wait before this turn's filled the events array
+	turnEnd      int64 // loop clock at the end of the last turn (before its wait)
+	draining     bool  // the engine shuts down: the loop closes its connections
+	recvMode     bool  // connections are read by completion (io_uring's recv mode)
+	nconns       int   // connections open on the loop
+	poolInflight int   // frames this loop handed to the worker pool, not yet done
+}
+
 // pacing is the wait phase's memory of earlier turns.
 type pacing struct {
 	lastEvents      int   // events the last wait returned
-	prevFull        bool  // the wait before this turn's filled the events array
-	slept           bool  // this turn's wait slept in epoll_wait
+	pollsFirst      bool  // poll before every sleep: the admission policy reads "slept" as "woken by fresh events" (wait)
 	yieldAt         int64 // loop clock of the last yield
 	sleptSinceYield bool  // a wait slept since then
-	turnEnd         int64 // loop clock at the end of the last turn (before its wait)
 	slowFrames      bool  // the last turn with frames spent slowFrameNanos or more per frame (submitEarly)
 	submitAt        int64 // loop clock of this turn's last early submission (submitEarly)
 }
@@ -100,8 +108,10 @@ func newLoop(e *Engine, id int) *loop {
 	}
 	l.rejecter, _ = l.codec.(protocol.Rejecter)
 	l.pools.init(cfg)
+	l.shed = noShed{}
 	if cfg.Admission != nil {
-		l.stage = newStage(l, cfg.Admission.stageConfig())
+		s := newStage(l, cfg.Admission.stageConfig())
+		l.shed, l.pace.pollsFirst = s, s.lp != nil
 	}
 	l.inbox.init(cfg.InboxTasks)
 	l.awake.Store(true)
@@ -178,9 +188,7 @@ func (l *loop) run() {
 	if err := l.p.Attach(); err != nil { // per-thread backend setup (io_uring: the ring)
 		l.e.fail(err)
 	}
-	if l.stage != nil {
-		l.stage.attached(l.p.RecvMode())
-	}
+	l.recvMode = l.p.RecvMode()
 	l.now = l.e.clock()
 	for !l.exiting {
 		n, err := l.wait()
@@ -220,18 +228,18 @@ func (l *loop) signalled() bool {
 
 // wait is the wait phase.
 func (l *loop) wait() (int, error) {
-	l.lis.ready, l.pace.slept = false, false
-	l.pace.prevFull = l.pace.lastEvents >= l.cfg.MaxEventsPerWait // the events array's size
+	l.lis.ready, l.slept = false, false
+	l.prevFull = l.pace.lastEvents >= l.cfg.MaxEventsPerWait // the events array's size
 	var n int
 	var err error
 	// Polling first is skipped after a quiet turn to save a syscall, but
 	// then a blocking wait may return events that were ready long before:
 	// a policy stage, which reads "slept" as "woken by fresh events"
 	// (queue delay, loop lag), has the loop always poll before it sleeps.
-	if l.pace.lastEvents > 1 || l.stage.pollsFirst() || !l.idle() {
+	if l.pace.lastEvents > 1 || l.pace.pollsFirst || !l.idle() {
 		n, err = l.p.Wait(false)
 	}
-	if err == nil && n == 0 && l.idle() && l.stage.beforeSleep() {
+	if err == nil && n == 0 && l.idle() && l.shed.idle() {
 		l.pace.lastEvents = 0 // the stage has deferred work to do instead of sleeping
 		return 0, nil
 	}
@@ -240,7 +248,7 @@ func (l *loop) wait() (int, error) {
 		if l.idle() { // an inbox push that saw awake==true is visible now
 			l.publish()
 			l.st[cBlockingWaits]++
-			l.pace.slept, l.pace.sleptSinceYield = true, true
+			l.slept, l.pace.sleptSinceYield = true, true
 			if pl := l.e.pool; pl != nil && pl.active() {
 				n, err = l.p.Park() // a worker may need this P meanwhile
 			} else {
@@ -272,9 +280,7 @@ func (l *loop) startPhase(prev int64) {
 	if l.cfg.MaxQueuedBytes > 0 {
 		l.bp.sumOthers(l)
 	}
-	if s := l.stage; s != nil {
-		s.afterWait(prev)
-	}
+	l.shed.afterWait(prev)
 }
 
 // readyPhase serves the connections a budget stopped last turn (and those
@@ -385,7 +391,7 @@ func (l *loop) yield(now int64) {
 // the earliest deadline, publishes counters and decides whether to exit.
 func (l *loop) controlPhase() {
 	end := l.e.clock()
-	l.pace.turnEnd = end
+	l.turnEnd = end
 	l.observeTurn(end) // the turn's one clock read besides the wait's
 	if l.pace.sleptSinceYield && end-l.pace.yieldAt >= yieldEveryNanos {
 		l.yield(end)
@@ -401,7 +407,12 @@ func (l *loop) controlPhase() {
 	if want := l.wantListen(); want != l.lis.in {
 		l.setListening(want)
 	}
-	l.armTimerfd()
+	stageAt := l.shed.turnEnd(admission.LoopLoad{
+		Conns:        int64(l.nconns),
+		InflightReqs: int64(l.poolInflight),
+		QueuedBytes:  int64(l.bp.outBytes + l.bp.inBytes),
+	}, l.lis.nextSample)
+	l.armTimerfd(stageAt)
 	l.publish()
 	if l.draining && l.nconns == 0 {
 		l.exiting = true

@@ -241,3 +241,6 @@ func busyFor(d time.Duration) {
 	for t0 := time.Now(); time.Since(t0) < d; {
 	}
 }
+
+// loopStage returns e's first loop's admission stage (Config.Admission set).
+func loopStage(e *Engine) *stage { return e.loops[0].shed.(*stage) }

@@ -1135,7 +1135,7 @@ func TestPoolRejectFlushDelay(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(e.pool.cancel)
-		return e.loops[0].stage
+		return loopStage(e)
 	}
 	if s := stageOf(&admission.CoDelConfig{}, 0); s.rejDelay != shed.DerivedRejectFlush || !s.perConn {
 		t.Errorf("derived pool target: rejDelay %v perConn %v, want %v and per-connection state",

@@ -60,7 +60,7 @@ func TestPoolZeroAllocs(t *testing.T) {
 							}}
 					}
 					e := start(t, cfg, HandlerFuncs{})
-					if classified && (e.pool.fair == nil || !e.loops[0].stage.poolShares) {
+					if classified && (e.pool.fair == nil || !loopStage(e).poolShares) {
 						t.Fatal("the pool keeps no tenants' shares")
 					}
 					echo, _, _ := echoRounds(t, e)

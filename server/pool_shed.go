@@ -106,12 +106,25 @@ func (p *pool) capLong() int64 {
 // overloaded reports whether the pool's CoDel sees a standing queue.
 func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded() }
 
-// refuseOlder refuses frame of c on loop l, for CoDel, without queueing it:
-// the pool is overloaded and a newer frame of c's follows it (see dispatch).
-func (p *pool) refuseOlder(l *loop, c *Conn, frame []byte, claim *poolClaim, prio admission.Priority) {
-	t := poolTask{claim: claim, prio: prio}
-	p.mu.Lock()
-	p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, p.shedAfter()))
+// offer hands a frame of c that the loop l admitted to the pool; rest is
+// the input after it. In ordered mode it applies adaptive LIFO within the
+// connection, whose order the pool keeps: under a standing queue, or when
+// this frame already waited on the loop past C, and a newer frame of c's
+// is already here, the newer one is served and this one refused for CoDel
+// without queueing it (not a critical frame: its bound is the long cap).
+func (p *pool) offer(l *loop, c *Conn, frame, rest []byte) {
+	prio, claim, slot := l.shed.admitted(c)
+	ordered := !p.cfg.Unordered
+	if ordered && prio != admission.PriorityCritical && (p.overloaded() || p.heldLong(l.now-l.arrived)) && l.frameFollows(rest) {
+		t := poolTask{claim: claim, prio: prio}
+		p.mu.Lock()
+		p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, p.shedAfter()))
+		return
+	}
+	p.submit(l, c, frame, claim, prio, slot)
+	if c.pending > 0 && ordered {
+		c.flags |= fPoolWait // the next frame waits for this one (poolDone)
+	}
 }
 
 // predictedLong reports whether a frame of priority prio queued now would

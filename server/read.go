@@ -3,8 +3,6 @@ package server
 import (
 	"os"
 
-	"github.com/sluicenet/sluice/admission"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -28,8 +26,7 @@ func (l *loop) readConn(c *Conn, edge bool) {
 		l.recvResume(c, edge) // bytes come with completions (recv.go), not read(2)
 		return
 	}
-	s := l.stage
-	if s != nil && !s.beforeRead(c, edge) {
+	if !l.shed.beforeRead(c, edge) {
 		return
 	}
 	if !c.readable() {
@@ -62,7 +59,7 @@ func (l *loop) readConn(c *Conn, edge bool) {
 			l.peerEOF(c)
 			return
 		}
-		if !c.readable() || c.flags&fHeld != 0 || n < want && c.flags&fRdHup == 0 || s != nil && s.parked(c) {
+		if !c.readable() || c.flags&(fHeld|fDeferred) != 0 || n < want && c.flags&fRdHup == 0 {
 			return
 		}
 	}
@@ -86,8 +83,8 @@ func (l *loop) readAllowance(c *Conn) int {
 	if l.overQueued() && !l.readWhileOver(c, &budget) {
 		return 0
 	}
-	if s := l.stage; s != nil {
-		budget = s.readBudget(budget)
+	if rc := l.shed.readCap(); rc > 0 && budget > rc {
+		budget = rc
 	}
 	if budget <= 0 {
 		l.st[cReadBudgetSpent]++
@@ -107,11 +104,7 @@ func (l *loop) smallTailBytes() int { return min(16<<10, len(l.buf)/2) }
 // around it: readStart before the syscall, readBytes before the bytes are
 // decoded, readEnd after their frames were dispatched.
 func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) {
-	s := l.stage
-	var t0 int64
-	if s != nil {
-		t0 = s.readStart(c, edge)
-	}
+	t0 := l.shed.readStart(c, edge)
 	small := len(c.in) <= l.smallTailBytes()
 	k := 0
 	var dst []byte
@@ -133,9 +126,7 @@ func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) 
 	if n > 0 {
 		drained = n < len(dst)
 		l.account(c, n)
-		if s != nil {
-			s.readBytes(c, n)
-		}
+		l.shed.readBytes(c, n)
 		if small {
 			l.releaseIn(c) // the tail lives in l.buf now
 			l.consume(c, l.buf[:k+n], false)
@@ -145,9 +136,7 @@ func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) 
 			l.consume(c, c.in, true)
 		}
 	}
-	if s != nil {
-		s.readEnd(c, t0, drained)
-	}
+	l.shed.readEnd(c, t0, drained)
 	return n, len(dst), en
 }
 
@@ -213,7 +202,6 @@ func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
 // out, a frame is incomplete, reading is paused by backpressure, or c is
 // closing. It returns the unparsed rest and how many frames it consumed.
 func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err error) {
-	s := l.stage
 	for len(data) > 0 {
 		if c.closing != nil || c.flags&fClosed != 0 {
 			return nil, frames, nil
@@ -247,33 +235,15 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 		data = data[n:]
 		frames++
 		l.st[cFrames]++
-		if s != nil && !s.admitFrame(c, frame) {
+		if !l.shed.admitFrame(c, frame) {
 			continue // refused and answered
 		}
 		if pl := l.e.pool; pl != nil {
-			prio := s.priority()
-			if !l.cfg.Pool.Unordered && prio != admission.PriorityCritical && (pl.overloaded() || pl.heldLong(l.now-l.arrived)) && l.frameFollows(data) {
-				// a standing queue, or this frame waited on the loop past
-				// C, and a newer frame of c's is already here: serve that
-				// one, refuse this (adaptive LIFO within the connection,
-				// whose order the pool keeps; with only predicted-wait
-				// refusals CoDel rarely sees a standing queue, and held
-				// frames were served in order up to the long cap: p99 at
-				// 10x 18 ms, 7.7 ms with heldLong)
-				pl.refuseOlder(l, c, frame, s.takeClaim(c), prio)
-				continue
-			}
-			pl.submit(l, c, frame, s.takeClaim(c), prio, s.poolSlot())
-			if c.pending > 0 && !l.cfg.Pool.Unordered {
-				c.flags |= fPoolWait // the next frame waits for this one (poolDone)
-			}
+			pl.offer(l, c, frame, data)
 			continue
 		}
 		l.act(c, l.h.OnFrame(c, frame))
-		if s != nil && s.timed {
-			s.afterFrame()
-			stageHandled(c.fd, s.doneAt)
-		}
+		l.shed.handled(c)
 	}
 	return nil, frames, nil
 }

@@ -50,11 +50,8 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 	l.st[cReads]++
 	l.st[cBytesIn] += uint64(len(data))
 	c.lastActive = l.now
-	s := l.stage
-	if s != nil {
-		s.recvStart(c, l.heldLen(c) == 0)
-		s.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
-	}
+	l.shed.readStart(c, l.heldLen(c) == 0)
+	l.shed.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
 	if l.heldLen(c) > 0 {
 		l.holdIn(c, data)
 		l.readConn(c, true)
@@ -62,9 +59,7 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 		l.holdIn(c, l.recvFeed(c, data, true))
 		l.recvMore(c)
 	}
-	if s != nil {
-		s.readEnd(c, 0, false) // a read over the tenant's byte quota parks c
-	}
+	l.shed.readEnd(c, 0, false) // a read over the tenant's byte quota parks c
 }
 
 // recvFeed dispatches data, bytes c received, as reads of at most the
@@ -73,12 +68,11 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 // returns what c cannot take now. edge is readConn's.
 func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 	l.newReadTurn(c)
-	s := l.stage
-	if s != nil && !s.beforeRead(c, edge) {
+	if !l.shed.beforeRead(c, edge) {
 		return data
 	}
 	for len(data) > 0 {
-		if !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 || s != nil && s.parked(c) {
+		if !c.readable() || c.flags&(fHeld|fDeferred) != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 			return data
 		}
 		budget := l.readAllowance(c)
@@ -107,7 +101,7 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 // nothing held any more, the end of file the recv reported is seen, or the
 // recv is armed for more.
 func (l *loop) recvResume(c *Conn, edge bool) {
-	if len(c.in) > 0 && c.flags&fPartial == 0 && c.readable() && (l.stage == nil || !l.stage.parked(c)) {
+	if len(c.in) > 0 && c.flags&(fPartial|fDeferred) == 0 && c.readable() {
 		l.newReadTurn(c)
 		l.consume(c, c.in, true)
 	}
@@ -144,7 +138,7 @@ func (l *loop) recvMore(c *Conn) {
 		l.peerEOF(c)
 		return
 	}
-	if s := l.stage; s != nil && s.parked(c) {
+	if c.flags&fDeferred != 0 {
 		return
 	}
 	l.p.RecvOn(int(c.fd))

@@ -49,13 +49,10 @@ func (l *loop) answerReject(c *Conn, frame []byte, reason string, retryAfter tim
 		l.requestClose(c, err)
 		return
 	}
-	if s := l.stage; s != nil && rejOnly {
-		s.rejectQueued(c, held)
+	if rejOnly {
+		l.shed.rejectQueued(c, held)
 	}
 }
-
-// refused counts a refusal carried out on this loop by reason.
-func (l *loop) refused(r admission.Reason) { l.st[cRefusedBase+int(r)]++ }
 
 // rejectConn answers a connection accepted while the gate is
 // GateRejecting: one write of the codec's reject (reason "global", the
@@ -64,7 +61,7 @@ func (l *loop) refused(r admission.Reason) { l.st[cRefusedBase+int(r)]++ }
 // input sends RST), which is still faster than a dropped handshake.
 func (l *loop) rejectConn(fd int) {
 	l.st[cBacklogRejects]++
-	l.refused(admission.ReasonGlobal)
+	l.st.refused(admission.ReasonGlobal)
 	if l.rejecter != nil {
 		b := l.rejecter.AppendReject(l.buf[:0], nil, admission.ReasonGlobal.String(), backlogRetryAfter)
 		netpoll.Write(fd, b)
@@ -91,10 +88,8 @@ func (c *Conn) Reject(frame []byte, reason string, retryAfter time.Duration) err
 	}
 	r := reasonOf(reason)
 	if l.onLoop() {
-		l.refused(r)
-		if s := l.stage; s != nil {
-			s.countDecision(r)
-		}
+		l.st.refused(r)
+		l.shed.countDecision(r)
 		l.st[cRejects]++
 		l.pools.scratch = rj.AppendReject(l.pools.scratch[:0], frame, reason, retryAfter)
 		return l.writeCopy(c, l.pools.scratch)

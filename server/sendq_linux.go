@@ -122,7 +122,7 @@ func (l *loop) sendDone(c *Conn, res int32) {
 	} else {
 		l.markDirty(c)
 	}
-	if s := l.stage; s != nil && s.afterFlush(c) {
+	if l.shed.afterFlush(c) {
 		return // closed: it broke its own budget
 	}
 	if c.flags&fPaused != 0 && l.mayResume(c) {

@@ -8,30 +8,14 @@ import (
 	"github.com/sluicenet/sluice/admission/shed"
 )
 
-// The admission stage. A loop has one when Config.Admission is set (nil
-// otherwise, and the mechanism files then do nothing for admission beyond
-// checking for it). The loop calls it at these hooks, in turn order:
-//
-//	afterWait     turn start: queueing-delay bounds, loop lag, Admitter.Tick
-//	              (with the accept-queue samples), the listen gate, and the
-//	              deferred connections that are due (to the ready and dirty
-//	              lists)
-//	beforeRead    may this connection be read now? (parked, or every byte
-//	              waiting is too old to admit: then it waits on the slow list)
-//	readStart     before each read(2): the clock for the arrival bound
-//	readBytes     the bytes read, before decoding (charged to the tenant)
-//	readEnd       after the read's frames: whether the socket was drained;
-//	              park a connection over its tenant's byte quota
-//	admitFrame    every decoded frame: the decision; a refusal is answered
-//	holdRejects   a flush of an out-queue holding only refusals: hold it back
-//	afterFlush    the per-connection budgets (close above Max, pause at High)
-//	mayResume     a paused connection wants to read again
-//	beforeSleep   the loop found nothing to do: deferred reads instead?
-//	wakeAt        when the timerfd must wake the loop for the stage
-//	publish       end of turn: the loop's load to the Admitter
-//
-// and, at the edges, opened (a new connection), acceptError (EMFILE), and
-// rejectQueued (a refusal went into an out-queue).
+// The admission stage: the shedder (shedder.go) of a loop with
+// Config.Admission. It asks the policy (an AdmitFunc, or the Admitter with
+// the law of package admission/shed) and keeps what carrying out its
+// answers takes on one loop: the arrival bounds of the frames being
+// dispatched, the connections whose reads are deferred (the slow list) and
+// those whose refusals are held back (the lazy lists), and each
+// connection's admission state, by fd. It reads the loop only through its
+// turnView and acts on connections only through stageLoop.
 
 // Timing of the policy's work on a loop.
 const (
@@ -51,8 +35,12 @@ const (
 // the queueing-delay bounds of the frames being dispatched, and the two
 // lists of deferred connections. The loop goroutine owns all of it.
 type stage struct {
-	l  *loop
-	fn AdmitFunc // the AdmitFunc; nil with a policy
+	v   *turnView    // the loop's turn, read only
+	act stageLoop    // the loop's mechanism
+	e   *Engine      // the engine's clock, gate and loops
+	st  *counters    // the loop's counters, for the stage's own
+	fn  AdmitFunc    // the AdmitFunc; nil with a policy
+	cs  []*connStage // by fd: the admission state of the connection open on it (of)
 
 	adm        *admission.Admitter // the policy's; nil with an AdmitFunc
 	lp         *admission.Loop
@@ -60,7 +48,7 @@ type stage struct {
 	classify   func(*Conn, []byte, *admission.Frame)
 	costBytes  bool
 	chargeRds  bool  // ChargeReadBytes
-	readCap    int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
+	maxRead    int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
 	shedDelay  bool  // the Admitter has a CoDel: measure queueing delay
 	maxDelay   int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
 	rejDelay   int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
@@ -88,7 +76,7 @@ type stage struct {
 	readRetry  time.Duration
 
 	lazy      [2]lazyList // reject-only out-queues held back (holdRejects): the short hold, the long one
-	slow      *Conn       // connections not read until slowAt (beforeRead, readEnd)
+	slow      *connStage  // connections not read until slowAt (beforeRead, readEnd)
 	lazyDue   int64       // earliest due time on the lazy lists (0: none); the timerfd wakes the loop for it
 	slowDue   int64       // the same for the slow list
 	slowNow   bool        // the loop had nothing else to do: release every slow connection
@@ -101,7 +89,11 @@ type stage struct {
 
 // connStage is the admission state of one connection, allocated only when
 // the stage needs it (queueing delay, batched refusals, read charging).
+// The lists link these, not connections: a closed connection's state may
+// stay on a list until its turn comes, while a newer connection on its fd
+// has a state of its own.
 type connStage struct {
+	c          *Conn
 	flags      stageFlag
 	lazyQ      uint8     // which lazy list it is on: index into stage.lazy
 	rejHeld    int32     // the refusals in its reject-only out-queue
@@ -111,9 +103,9 @@ type connStage struct {
 	lazyAt     int64     // the turn that put it on its lazy list
 	slowAt     int64     // when a connection on the slow list is read
 	pace       shed.Pace // with longPark: its time between frames, sparse or dense
-	prevLazy   *Conn
-	nextLazy   *Conn
-	nextSlow   *Conn
+	prevLazy   *connStage
+	nextLazy   *connStage
+	nextSlow   *connStage
 }
 
 // stageFlag is a connection's admission state.
@@ -130,7 +122,7 @@ const (
 
 // newStage builds loop l's stage from its Admission.
 func newStage(l *loop, sc stageConfig) *stage {
-	s := &stage{l: l, fn: sc.frame}
+	s := &stage{v: &l.turnView, act: l, e: l.e, st: &l.st, fn: sc.frame}
 	p := sc.policy
 	if s.fn != nil || p.Admitter == nil {
 		return s
@@ -145,14 +137,14 @@ func newStage(l *loop, sc stageConfig) *stage {
 	s.costBytes = p.CostBytes
 	s.chargeRds = p.ChargeReadBytes
 	if tl, ok := p.Admitter.Tenants().(*admission.TenantLimiter); ok && s.chargeRds {
-		s.readCap = int(min(tl.Quota().Burst, math.MaxInt32))
+		s.maxRead = int(min(tl.Quota().Burst, math.MaxInt32))
 	}
 	s.shedDelay = p.Admitter.CoDel() != nil
 	s.maxDelay = max(0, int64(p.MaxQueueDelay))
 	s.auto = s.shedDelay && p.MaxQueueDelay == 0
-	s.timed = s.auto && l.e.pool == nil
+	s.timed = s.auto && s.e.pool == nil
 	s.rejDelay = max(0, int64(p.RejectFlushDelay))
-	if p.RejectFlushDelay == 0 && (s.auto || l.e.pool != nil && l.e.pool.auto) {
+	if p.RejectFlushDelay == 0 && (s.auto || s.e.pool != nil && s.e.pool.auto) {
 		// derived shedding, the loop's or the pool's, refuses enough that a
 		// write per refusal would be the loop's main cost
 		// (docs/OVERLOAD.md#held-refusals-and-parked-reads)
@@ -167,25 +159,44 @@ func newStage(l *loop, sc stageConfig) *stage {
 	if s.auto {
 		s.caps = shed.NewCaps(shed.LoopMinCap, s.rejDelay)
 		s.lp.SetCoDelTarget(s.caps.Target())
-		s.busy = shed.NewBusy(l.e.clock())
+		s.busy = shed.NewBusy(s.e.clock())
 		if p.Admitter.Tenants() == nil {
 			s.fair = &shed.Fair{}
 		}
 	}
-	s.poolShares = s.fair == nil && p.Admitter.Tenants() == nil && l.e.pool != nil && l.e.pool.fair != nil
+	s.poolShares = s.fair == nil && p.Admitter.Tenants() == nil && s.e.pool != nil && s.e.pool.fair != nil
 	s.keyBuf = make([]byte, 0, maxTenantKeyBytes)
 	return s
 }
 
-// attached learns, once the loop's backend is set up on its thread,
-// whether connections are read by completion (io_uring's recv mode). There
-// a recv armed before a park brings the connection's bytes anyway, so a
-// long park saves no read and only ages the frames it holds: long parks
-// are off (docs/OVERLOAD.md#held-refusals-and-parked-reads).
-func (s *stage) attached(recvMode bool) {
-	if recvMode {
-		s.longPark = false
+// parksLong reports whether a deferred read may wait for its
+// connection's held refusals (a long park). Not in recv mode, where a recv
+// armed before a park brings the connection's bytes anyway: a long park
+// saves no read there and only ages the frames it holds
+// (docs/OVERLOAD.md#held-refusals-and-parked-reads).
+func (s *stage) parksLong() bool { return s.longPark && !s.v.recvMode }
+
+// of returns c's admission state, or nil when the stage keeps none for it.
+func (s *stage) of(c *Conn) *connStage {
+	if fd := int(c.fd); fd >= 0 && fd < len(s.cs) {
+		if a := s.cs[fd]; a != nil && a.c == c {
+			return a
+		}
 	}
+	return nil
+}
+
+// track gives c the admission state a, replacing whatever an earlier
+// connection on its fd left.
+func (s *stage) track(c *Conn, a *connStage) {
+	fd := int(c.fd)
+	if fd >= len(s.cs) {
+		grown := make([]*connStage, max(64, 2*len(s.cs), fd+1))
+		copy(grown, s.cs)
+		s.cs = grown
+	}
+	a.c = c
+	s.cs[fd] = a
 }
 
 // overloaded reports the loop's overload judgement (shed.Busy): its queue
@@ -195,21 +206,20 @@ func (s *stage) overloaded() bool { return s.busy.Overloaded() }
 // standing reports whether a frame gets the caps of a standing queue
 // (shed.Busy.Standing). The reads' deferral (deferRead) follows the
 // window's judgement only.
-func (s *stage) standing() bool { return s.busy.Standing(s.l.now, s.caps.Long()) }
+func (s *stage) standing() bool { return s.busy.Standing(s.v.now, s.caps.Long()) }
 
 // noteIdle is the afterWait part of the overload judgement: the wait's
 // sleep goes into the window (and, with every limited tenant at its fair
 // share, into the room the share left), and the window closes when due.
 func (s *stage) noteIdle() {
-	l := s.l
-	if l.pace.slept {
-		d := max(0, l.now-l.pace.turnEnd)
-		s.busy.Slept(l.now, d)
+	if s.v.slept {
+		d := max(0, s.v.now-s.v.turnEnd)
+		s.busy.Slept(s.v.now, d)
 		if s.fair != nil && s.fair.AllFull() {
 			s.fair.AddIdle(d)
 		}
 	}
-	s.busy.Judge(l.now, s.caps.Short())
+	s.busy.Judge(s.v.now, s.caps.Short())
 }
 
 // afterFrame is the hook after an inline handler returned (timed stages
@@ -217,7 +227,7 @@ func (s *stage) noteIdle() {
 // the loop CoDel's target (C/2, so that CoDel only feeds the Admitter's
 // overload signal; the caps decide) follow it.
 func (s *stage) afterFrame() {
-	t := s.l.e.clock()
+	t := s.e.clock()
 	s.caps.Observe(t - s.admitAt)
 	s.lp.SetCoDelTarget(s.caps.Target())
 	s.doneAt = t // the next frame of this read is admitted at this reading, not another
@@ -231,7 +241,7 @@ func (s *stage) now() int64 {
 		s.doneAt = 0
 		return t
 	}
-	return s.l.e.clock()
+	return s.e.clock()
 }
 
 // delayCap returns the queueing delay above which a frame of priority p is
@@ -251,7 +261,7 @@ func (s *stage) capFor(p admission.Priority, standing bool) (int64, admission.Re
 
 // at converts a loop clock reading to the time the admission package
 // takes: the one conversion between the engine's clock and the seam's.
-func (s *stage) at(nanos int64) time.Time { return s.l.e.timeAt(nanos) }
+func (s *stage) at(nanos int64) time.Time { return s.e.timeAt(nanos) }
 
 // opened gives a new connection its admission state. With queueing delay
 // on, the accept counts as a draining read: bytes already waiting are
@@ -262,18 +272,13 @@ func (s *stage) at(nanos int64) time.Time { return s.l.e.timeAt(nanos) }
 // waiting out the deferral.)
 func (s *stage) opened(c *Conn) {
 	if s.perConn {
-		c.adm = &connStage{}
+		a := &connStage{}
 		if s.shedDelay {
-			c.adm.drainedAt, c.adm.flags = s.l.now, sFresh
+			a.drainedAt, a.flags = s.v.now, sFresh
 		}
+		s.track(c, a)
 	}
 }
-
-// pollsFirst reports whether the loop must poll before it sleeps: a policy
-// reads "the wait slept" as "woken by fresh events" (queue delay, loop
-// lag), which a blocking wait after a quiet turn would not guarantee. It is
-// safe on a nil stage.
-func (s *stage) pollsFirst() bool { return s != nil && s.lp != nil }
 
 // afterWait is the turn-start hook. It notes when this turn's input may
 // have arrived (queueing delay), feeds loop lag and the accept queues to
@@ -281,17 +286,16 @@ func (s *stage) pollsFirst() bool { return s != nil && s.lp != nil }
 // the deferred connections that are due to the ready list (slow reads) and
 // the dirty list (held refusals). prev is the previous turn's clock.
 func (s *stage) afterWait(prev int64) {
-	l := s.l
 	s.doneAt = 0
 	var lag int64
-	if l.pace.slept {
-		s.readySince = l.now // woken by this turn's events: they just arrived
+	if s.v.slept {
+		s.readySince = s.v.now // woken by this turn's events: they just arrived
 	} else {
 		s.readySince = prev // busy: they may have arrived any time since the last look
-		lag = l.now - prev
+		lag = s.v.now - prev
 	}
 	s.evBound = s.readySince
-	if l.pace.prevFull {
+	if s.v.prevFull {
 		s.evBound = 0 // edges from before the last wait may be reported only now
 	}
 	if s.slow != nil {
@@ -306,13 +310,13 @@ func (s *stage) afterWait(prev int64) {
 	if s.auto {
 		s.noteIdle()
 	}
-	now := s.at(l.now)
-	if l.pace.slept {
+	now := s.at(s.v.now)
+	if s.v.slept {
 		s.lp.QueueEmpty(now) // the loop slept: it had no queue
 	}
 	s.lp.ObserveLag(now, time.Duration(lag))
-	if l.now >= s.nextTick {
-		s.nextTick = l.now + policyTickNanos
+	if s.v.now >= s.nextTick {
+		s.nextTick = s.v.now + policyTickNanos
 		s.feedBacklog()
 		if _, changed := s.adm.Tick(now); changed {
 			s.logGate()
@@ -324,19 +328,8 @@ func (s *stage) afterWait(prev int64) {
 // feedBacklog gives the Admitter's gate the fullest accept queue of all
 // loops, as they last sampled them.
 func (s *stage) feedBacklog() {
-	var worstD, worstL uint32
-	worst := -1.0
-	for _, o := range s.l.e.loops {
-		d, lim := o.pub[gAcceptDepth].Load(), o.pub[gAcceptLimit].Load()
-		if lim == 0 {
-			continue
-		}
-		if r := float64(d) / float64(lim); r > worst {
-			worst, worstD, worstL = r, uint32(d), uint32(lim)
-		}
-	}
-	if worst >= 0 {
-		s.adm.Gate().Backlog(worstD, worstL)
+	if d, lim, ok := s.e.worstBacklog(); ok {
+		s.adm.Gate().Backlog(d, lim)
 	}
 }
 
@@ -345,15 +338,14 @@ func (s *stage) feedBacklog() {
 // rejecting put it back, rejecting with an explicit reject for each new
 // connection.
 func (s *stage) followGate() {
-	l := s.l
 	st := s.adm.Gate().State()
-	l.lis.rejecting = st == admission.GateRejecting
+	s.e.rejecting.Store(st == admission.GateRejecting)
 	closed := !st.Listening()
-	if held := l.e.gate.Load()&gateAdmission != 0; closed != held {
+	if held := s.e.gate.Load()&gateAdmission != 0; closed != held {
 		if closed {
-			l.e.pauseAccept(gateAdmission)
+			s.e.pauseAccept(gateAdmission)
 		} else {
-			l.e.resumeAccept(gateAdmission)
+			s.e.resumeAccept(gateAdmission)
 		}
 	}
 }
@@ -364,7 +356,7 @@ func (s *stage) logGate() {
 	g := s.adm.Gate().Stats()
 	from := s.gate
 	s.gate = g.State
-	if lg := s.l.cfg.Logger; lg != nil && from != g.State {
+	if lg := s.e.cfg.Logger; lg != nil && from != g.State {
 		st := s.adm.Stats()
 		lg.Info("sluice: admission gate", "from", from.String(), "to", g.State.String(),
 			"pressure", g.Pressure, "worst", st.Worst.String(), "conns", st.Load.Conns,
@@ -379,13 +371,13 @@ func (s *stage) acceptError(en errno) {
 	if s.lp == nil {
 		return
 	}
-	if _, paused := s.adm.Gate().AcceptError(s.at(s.l.now), en); paused {
+	if _, paused := s.adm.Gate().AcceptError(s.at(s.v.now), en); paused {
 		s.logGate()
 		s.followGate()
 	}
 }
 
-// beforeSleep is asked when the loop found nothing to do and would sleep:
+// idle is asked when the loop found nothing to do and would sleep:
 // it reports true, and releases every slow connection at the next turn
 // start, when some that are not parked for a byte quota or a long hold
 // wait on the slow list (read them rather than sleep). Failing those, a
@@ -393,12 +385,8 @@ func (s *stage) acceptError(en errno) {
 // it is short of connections that can bring admissible frames. Quota parks
 // and, otherwise, long ones are read only when due:
 // a loop with nothing else on the list sleeps until then (the timerfd
-// wakes it, wakeAt) rather than spin through empty turns. It is safe on a
-// nil stage.
-func (s *stage) beforeSleep() bool {
-	if s == nil {
-		return false
-	}
+// wakes it, turnEnd) rather than spin through empty turns.
+func (s *stage) idle() bool {
 	switch {
 	case s.slowEarly > 0:
 		s.slowNow = true
@@ -410,14 +398,20 @@ func (s *stage) beforeSleep() bool {
 	return true
 }
 
-// wakeAt returns when the loop must wake for the stage: while an admission
-// signal is hot, every sampleNanos, so signals cool on an idle engine; and
-// when the deferred connections are due.
-func (s *stage) wakeAt() int64 {
-	l := s.l
+// turnEnd publishes the loop's load to the Admitter and returns when the
+// loop must wake for the stage: while an admission signal is hot, at the
+// next accept-queue sample (sampleAt), so signals cool on an idle engine;
+// and when the deferred connections are due.
+func (s *stage) turnEnd(load admission.LoopLoad, sampleAt int64) int64 {
 	next := int64(math.MaxInt64)
-	if !l.draining && s.lp != nil && s.adm.Hot().Signals() != 0 {
-		next = max(l.lis.nextSample, l.now+1)
+	if s.lp != nil {
+		s.st[gDelayCap] = uint64(s.caps.Short())
+		s.st[gServiceNanos] = uint64(s.caps.Service())
+		s.lp.Load = load
+		s.lp.Publish()
+		if !s.v.draining && s.adm.Hot().Signals() != 0 {
+			next = max(sampleAt, s.v.now+1)
+		}
 	}
 	if s.lazyDue != 0 {
 		next = min(next, s.lazyDue)
@@ -426,23 +420,6 @@ func (s *stage) wakeAt() int64 {
 		next = min(next, s.slowDue)
 	}
 	return next
-}
-
-// publish copies the loop's load to the Admitter; it runs with every
-// publish of the loop (end of turn, before sleeping).
-func (s *stage) publish() {
-	if s.lp == nil {
-		return
-	}
-	l := s.l
-	l.st[gDelayCap] = uint64(s.caps.Short())
-	l.st[gServiceNanos] = uint64(s.caps.Service())
-	s.lp.Load = admission.LoopLoad{
-		Conns:        int64(l.nconns),
-		InflightReqs: int64(l.poolInflight),
-		QueuedBytes:  int64(l.bp.outBytes + l.bp.inBytes),
-	}
-	s.lp.Publish()
 }
 
 // countDecision counts a refusal decided outside the Admitter (a handler's

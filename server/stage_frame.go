@@ -19,16 +19,18 @@ import (
 // the pool or the handler; false means it was refused and answered (or
 // replayed from the idempotency store).
 func (s *stage) admitFrame(c *Conn, frame []byte) bool {
-	if s.longPark {
-		c.adm.pace.Frame()
+	if s.parksLong() {
+		if a := s.of(c); a != nil {
+			a.pace.Frame()
+		}
 	}
 	if s.fn != nil {
-		v := s.fn(c, frame, s.at(s.l.now))
+		v := s.fn(c, frame, s.at(s.v.now))
 		if !v.Reject {
 			return true
 		}
-		s.l.refused(reasonOf(v.Reason))
-		s.l.answerReject(c, frame, v.Reason, v.RetryAfter)
+		s.st.refused(reasonOf(v.Reason))
+		s.act.answerReject(c, frame, v.Reason, v.RetryAfter)
 		return false
 	}
 	return s.admitPolicy(c, frame)
@@ -38,7 +40,6 @@ func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 // outcome, then (with the Admitter's CoDel) CoDel on the frame's queueing
 // delay and MaxQueueDelay.
 func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
-	l := s.l
 	if s.readOver { // ChargeReadBytes: the read that brought this frame was over quota
 		s.frame.Priority = admission.PriorityNormal // not classified: counted as normal, not as the last frame's class
 		s.refuse(c, frame, admission.ReasonTenant, s.readRetry)
@@ -59,7 +60,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 	if s.classify != nil {
 		s.classify(c, frame, f)
 	}
-	v := s.lp.Admit(context.Background(), s.at(l.now), f)
+	v := s.lp.Admit(context.Background(), s.at(s.v.now), f)
 	if !v.Admit {
 		s.refuse(c, frame, v.Reason, v.RetryAfter)
 		return false
@@ -68,8 +69,8 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 		switch f.Claim.State {
 		case admission.ClaimDone:
 			// replay the stored reply without running the handler
-			if err := l.writeCopy(c, f.Claim.Response); err != nil {
-				l.requestClose(c, err)
+			if err := s.act.writeCopy(c, f.Claim.Response); err != nil {
+				s.act.requestClose(c, err)
 			}
 			return false
 		case admission.ClaimInProgress:
@@ -117,12 +118,11 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 // reading a connection that has output queued: it is not reading what we
 // send, and every further frame would only queue another reject.
 func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter time.Duration) {
-	l := s.l
-	l.refused(r)
-	l.st[cRefusedPrioBase+int(s.frame.Priority)]++
-	l.answerReject(c, frame, r.String(), retryAfter)
+	s.st.refused(r)
+	s.st[cRefusedPrioBase+int(s.frame.Priority)]++
+	s.act.answerReject(c, frame, r.String(), retryAfter)
 	if (r == admission.ReasonGlobal || r == admission.ReasonMemory) && c.outBytes > 0 && c.flags&fClosed == 0 {
-		l.pauseRead(c)
+		s.act.pauseRead(c)
 	}
 }
 
@@ -130,53 +130,49 @@ func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter tim
 // admission reason (the idempotency conflicts) and counts it under
 // ReasonNone ("other").
 func (s *stage) refuseOther(c *Conn, frame []byte, reason string, retryAfter time.Duration) {
-	s.l.refused(admission.ReasonNone)
-	s.l.answerReject(c, frame, reason, retryAfter)
+	s.st.refused(admission.ReasonNone)
+	s.act.answerReject(c, frame, reason, retryAfter)
 }
 
-// poolSlot returns the fair-share slot (shed.Slot) of the tenant of the
-// frame the policy just admitted, for the worker pool's fair shares: -1
-// when the pool is not to share by tenant (no policy, an AdmitFunc, a
-// tenant quota, or the loop's own fair shares). It is safe on a nil stage.
-func (s *stage) poolSlot() int {
-	if s == nil || !s.poolShares || s.frame.Tenant == nil {
-		return -1
+// admitted returns what the worker pool needs of the frame of c the
+// policy just admitted: the priority it gave it (normal without a policy
+// or a Classify), which the pool's caps and order follow; its new
+// idempotency claim, if any, taken with a copy of its key
+// (FrameClaimFrom); and its tenant's fair-share slot (shed.Slot), or -1
+// when the pool is not to share by tenant (an AdmitFunc, a tenant quota,
+// or the loop's own fair shares).
+func (s *stage) admitted(c *Conn) (admission.Priority, *poolClaim, int) {
+	if s.fn != nil || s.adm == nil {
+		return admission.PriorityNormal, nil, -1
 	}
-	return shed.Slot(s.frame.Tenant)
-}
-
-// priority returns the priority the policy gave the frame it just
-// admitted (normal without a policy or a Classify): the worker pool's
-// caps and order follow it. It is safe on a nil stage.
-func (s *stage) priority() admission.Priority {
-	if s == nil || s.fn != nil || s.adm == nil {
-		return admission.PriorityNormal
+	var claim *poolClaim
+	if s.claim == c && s.frame.Claimed && s.frame.Claim.State == admission.ClaimNew {
+		s.claim = nil
+		claim = &poolClaim{claim: s.frame.Claim, key: bytes.Clone(s.frame.IdempotencyKey), store: s.adm.Idempotency()}
 	}
-	return s.frame.Priority
-}
-
-// takeClaim hands the policy's new idempotency claim for c's current
-// frame, if any, to the worker pool (FrameClaimFrom), with a copy of its
-// key. It is safe on a nil stage.
-func (s *stage) takeClaim(c *Conn) *poolClaim {
-	if s == nil || s.claim != c || !s.frame.Claimed || s.frame.Claim.State != admission.ClaimNew {
-		return nil
+	slot := -1
+	if s.poolShares && s.frame.Tenant != nil {
+		slot = shed.Slot(s.frame.Tenant)
 	}
-	s.claim = nil
-	return &poolClaim{claim: s.frame.Claim, key: bytes.Clone(s.frame.IdempotencyKey), store: s.adm.Idempotency()}
+	return s.frame.Priority, claim, slot
 }
 
-// FrameClaim returns the idempotency claim the policy made for the frame
-// being handled (ClaimNew: the handler runs and should Finish or Abandon
-// the claim with its Token), and false when the current frame has none. It
-// is valid only inside OnFrame, on the loop.
-func (c *Conn) FrameClaim() (admission.Claim, bool) {
-	l := c.loop
-	s := l.stage
-	if s == nil || !l.onLoop() || s.claim != c || !s.frame.Claimed {
+// frameClaim returns the idempotency claim the policy made for the frame
+// c is handling (Conn.FrameClaim).
+func (s *stage) frameClaim(c *Conn) (admission.Claim, bool) {
+	if s.claim != c || !s.frame.Claimed {
 		return admission.Claim{}, false
 	}
 	return s.frame.Claim, true
+}
+
+// handled is the hook after an inline handler returned: a timed stage
+// times it (afterFrame).
+func (s *stage) handled(c *Conn) {
+	if s.timed {
+		s.afterFrame()
+		stageHandled(c.fd, s.doneAt)
+	}
 }
 
 // rejectQueued runs when answerReject left c's out-queue holding only
@@ -189,14 +185,18 @@ func (c *Conn) FrameClaim() (admission.Claim, bool) {
 // new batch of a connection still on a lazy list (its last refusals left
 // with a reply) leaves the list: it is held from now.
 func (s *stage) rejectQueued(c *Conn, held bool) {
-	if s.rejDelay == 0 || c.flags&fOutArmed != 0 || c.adm == nil {
+	if s.rejDelay == 0 || c.flags&fOutArmed != 0 {
 		return
 	}
-	a, now := c.adm, s.l.now
+	a := s.of(c)
+	if a == nil {
+		return
+	}
+	now := s.v.now
 	c.flags |= fRejOnly
 	if !held {
 		if a.flags&sLazy != 0 {
-			s.unlinkLazy(c)
+			s.unlinkLazy(a)
 		}
 		a.rejAt, a.rejHeld = now, 0
 		if s.lazy[1].hold > s.lazy[0].hold && now >= a.waitsUntil {
@@ -223,18 +223,17 @@ func shortHold(a *connStage, now int64) {
 // (true). A long hold that has gathered shed.RejectBatch refusals ends at
 // once, and the next batch is held long again: a peer refused densely gets
 // its refusals in batches of that size, and one that pipelines through a
-// window of its own is not kept waiting for a whole hold. It is safe on a
-// nil stage.
+// window of its own is not kept waiting for a whole hold.
 func (s *stage) holdRejects(c *Conn) bool {
-	if s == nil || c.adm == nil {
+	a := s.of(c)
+	if a == nil {
 		return false
 	}
-	a := c.adm
 	hold := shed.Hold(s.lazy[0].hold, s.lazy[1].hold, a.flags&sLong != 0, a.rejHeld)
-	if s.l.draining || s.l.now-a.rejAt >= hold {
+	if s.v.draining || s.v.now-a.rejAt >= hold {
 		return false
 	}
-	s.deferRejects(c)
+	s.deferRejects(a)
 	return true
 }
 
@@ -242,47 +241,45 @@ func (s *stage) holdRejects(c *Conn) bool {
 // time, in the order of the turns that held them, so its front is its
 // first due.
 type lazyList struct {
-	head, tail *Conn
+	head, tail *connStage
 	hold       int64
 }
 
-// deferRejects puts c at the back of its lazy list (once): lazy[1] for the
-// long hold, lazy[0] for RejectFlushDelay.
-func (s *stage) deferRejects(c *Conn) {
-	a := c.adm
+// deferRejects puts a's connection at the back of its lazy list (once):
+// lazy[1] for the long hold, lazy[0] for RejectFlushDelay.
+func (s *stage) deferRejects(a *connStage) {
 	if a.flags&sLazy != 0 {
 		return
 	}
 	a.flags |= sLazy
-	s.l.st[cLazyFlushes]++
-	a.lazyAt, a.lazyQ = s.l.now, 0
+	s.st[cLazyFlushes]++
+	a.lazyAt, a.lazyQ = s.v.now, 0
 	if a.flags&sLong != 0 {
 		a.lazyQ = 1
 	}
 	q := &s.lazy[a.lazyQ]
 	a.prevLazy = q.tail
 	if q.tail == nil {
-		q.head = c
+		q.head = a
 		noteDue(&s.lazyDue, a.lazyAt+q.hold)
 	} else {
-		q.tail.adm.nextLazy = c
+		q.tail.nextLazy = a
 	}
-	q.tail = c
+	q.tail = a
 }
 
-// unlinkLazy takes c off its lazy list.
-func (s *stage) unlinkLazy(c *Conn) {
-	a := c.adm
+// unlinkLazy takes a's connection off its lazy list.
+func (s *stage) unlinkLazy(a *connStage) {
 	q := &s.lazy[a.lazyQ]
 	if a.prevLazy == nil {
 		q.head = a.nextLazy
 	} else {
-		a.prevLazy.adm.nextLazy = a.nextLazy
+		a.prevLazy.nextLazy = a.nextLazy
 	}
 	if a.nextLazy == nil {
 		q.tail = a.prevLazy
 	} else {
-		a.nextLazy.adm.prevLazy = a.prevLazy
+		a.nextLazy.prevLazy = a.prevLazy
 	}
 	a.prevLazy, a.nextLazy = nil, nil
 	a.flags &^= sLazy | sLongPark // a long park's read is due with its refusals' write
@@ -297,32 +294,31 @@ func (s *stage) unlinkLazy(c *Conn) {
 // refusals (or one refused too rarely for any hold to batch): its
 // refusals get the short hold for shed.ProbeTime.
 func (s *stage) releaseLazy() {
-	l := s.l
-	if l.now < s.lazyDue && !l.draining {
+	if s.v.now < s.lazyDue && !s.v.draining {
 		return
 	}
 	s.lazyDue = 0
 	for i := range s.lazy {
 		q := &s.lazy[i]
-		for c := q.head; c != nil; c = q.head {
-			a := c.adm
-			if !l.draining && l.now-a.lazyAt < q.hold {
+		for a := q.head; a != nil; a = q.head {
+			c := a.c
+			if !s.v.draining && s.v.now-a.lazyAt < q.hold {
 				noteDue(&s.lazyDue, a.lazyAt+q.hold)
 				break
 			}
 			parked := a.flags&sLongPark != 0
-			s.unlinkLazy(c)
+			s.unlinkLazy(a)
 			if c.flags&(fClosed|fRejOnly) != fRejOnly || c.out == nil {
 				continue
 			}
-			if a.flags&sLong != 0 && !parked && shed.PeerWaits(a.rejHeld, l.now-c.lastActive, q.hold) {
+			if a.flags&sLong != 0 && !parked && shed.PeerWaits(a.rejHeld, s.v.now-c.lastActive, q.hold) {
 				// the peer waits for its refusals: it sent nothing for
 				// the second half of the hold (a long park's read, this
 				// turn, adds what it sent meanwhile)
-				shortHold(a, l.now)
+				shortHold(a, s.v.now)
 			}
 			c.flags &^= fRejOnly // due: the flush phase writes it
-			l.markDirty(c)
+			s.act.markDirty(c)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // write. Frames already held in c's input keep the bound of its last
 // draining read.
 func (s *stage) beforeRead(c *Conn, edge bool) bool {
-	a := c.adm
+	a := s.of(c)
 	if a == nil {
 		return true
 	}
@@ -36,11 +36,11 @@ func (s *stage) beforeRead(c *Conn, edge bool) bool {
 		}
 		return false
 	}
-	if edge && s.slowReads && s.deferRead(c) {
+	if edge && s.slowReads && s.deferRead(c, a) {
 		return false
 	}
 	if s.shedDelay {
-		s.since = s.arrivalBound(c, false)
+		s.since = s.arrivalBound(a, false)
 	}
 	return true
 }
@@ -48,19 +48,17 @@ func (s *stage) beforeRead(c *Conn, edge bool) bool {
 // deferRead puts c on the slow list if the bytes it would read cannot be
 // proven younger than MaxQueueDelay (see beforeRead), and reports whether
 // it did. It reads the clock: the turn may be long.
-func (s *stage) deferRead(c *Conn) bool {
-	l := s.l
-	if l.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
+func (s *stage) deferRead(c *Conn, a *connStage) bool {
+	if s.v.draining || c.flags&fRdHup != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return false // see end of file and held frames at once
 	}
 	// the window's judgement only, not standing: a long busy period alone
 	// deferred reads that a paused generator's clients were waiting on
 	// (docs/OVERLOAD.md#held-refusals-and-parked-reads)
 	limit, _ := s.capFor(admission.PriorityNormal, s.overloaded())
-	if l.e.clock()-s.arrivalBound(c, true) <= limit {
+	if s.e.clock()-s.arrivalBound(a, true) <= limit {
 		return false
 	}
-	a := c.adm
 	if s.classify != nil {
 		// With classes the bound stays what this edge proved: the bytes
 		// waiting now and any that come before the read arrived after
@@ -73,34 +71,29 @@ func (s *stage) deferRead(c *Conn) bool {
 		// overloaded meanwhile (the cap then L), where the edge's bound
 		// admitted such frames up to L (matrix-mix: a round at p99
 		// 9.3 ms, 200 µs, and 31.7 ms, 2 ms, at 64 connections, 5x).
-		a.drainedAt = s.arrivalBound(c, true)
+		a.drainedAt = s.arrivalBound(a, true)
 	}
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
-	at := l.now + s.rejDelay
-	if s.longPark && a.flags&(sLazy|sLong) == sLazy|sLong && a.pace.Sparse() {
+	at := s.v.now + s.rejDelay
+	if s.parksLong() && a.flags&(sLazy|sLong) == sLazy|sLong && a.pace.Sparse() {
 		// A sparse connection whose refusals wait on the long hold: read
 		// it once shed.RejectBatch frames are due at its own pace, or when
 		// its refusals are written, so that what it sent meanwhile is
 		// refused in one read and one write, and not when the loop idles.
 		// A dense one is not parked: its window would fill.
-		if due := min(a.lazyAt+s.lazy[a.lazyQ].hold, a.pace.BatchDue(l.now)); due > at {
+		if due := min(a.lazyAt+s.lazy[a.lazyQ].hold, a.pace.BatchDue(s.v.now)); due > at {
 			at = due
 			a.flags |= sLongPark
 		}
 	}
-	s.park(c, at, false)
-	l.st[cSlowReads]++
+	s.park(a, at, false)
+	s.st[cSlowReads]++
 	return true
 }
 
-// readBudget lowers a read's budget to the most a tenant's byte quota can
-// ever admit (ChargeReadBytes with an in-memory quota).
-func (s *stage) readBudget(budget int) int {
-	if s.readCap > 0 && budget > s.readCap {
-		return s.readCap
-	}
-	return budget
-}
+// readCap returns the most one read may take: what a tenant's byte quota
+// can ever admit (ChargeReadBytes with an in-memory quota), or 0.
+func (s *stage) readCap() int { return s.maxRead }
 
 // readStart runs before each read(2): with queueing delay on, it reads the
 // clock (the start of a read that drains the socket bounds the next bytes'
@@ -108,22 +101,30 @@ func (s *stage) readBudget(budget int) int {
 // returns the clock reading, or 0.
 func (s *stage) readStart(c *Conn, edge bool) int64 {
 	s.doneAt = 0 // a read(2) comes between the last handler and the next frame
-	if !s.shedDelay || c.adm == nil {
+	if !s.shedDelay {
 		return 0
 	}
-	t0 := s.l.e.clock()
-	s.since = s.arrivalBound(c, edge)
+	a := s.of(c)
+	if a == nil {
+		return 0
+	}
+	if s.v.recvMode {
+		s.recvStart(a, edge)
+		return 0
+	}
+	t0 := s.e.clock()
+	s.since = s.arrivalBound(a, edge)
 	return t0
 }
 
 // recvStart is readStart for a recv completion (recv mode): the bytes were
 // in the kernel before this turn's wait returned, so their arrival bound is
-// the turn's (readySince). fresh reports that c holds no earlier bytes;
-// otherwise the bound of those, which go first, stands. The bound is kept
-// where a draining read's would be, for the held bytes' later dispatch.
-func (s *stage) recvStart(c *Conn, fresh bool) {
-	s.doneAt = 0
-	if a := c.adm; a != nil && s.shedDelay && fresh {
+// the turn's (readySince). fresh reports that the connection holds no
+// earlier bytes; otherwise the bound of those, which go first, stands. The
+// bound is kept where a draining read's would be, for the held bytes'
+// later dispatch.
+func (s *stage) recvStart(a *connStage, fresh bool) {
+	if fresh {
 		a.drainedAt = s.readySince
 		a.flags &^= sFresh
 	}
@@ -138,7 +139,7 @@ func (s *stage) readBytes(c *Conn, n int) {
 		return
 	}
 	s.keyBuf = s.key(s.keyBuf[:0], c.remote, nil)
-	if v, _ := s.lp.ChargeBytes(context.Background(), s.at(s.l.now), s.keyBuf, int64(n)); !v.Admit {
+	if v, _ := s.lp.ChargeBytes(context.Background(), s.at(s.v.now), s.keyBuf, int64(n)); !v.Admit {
 		s.readOver, s.readRetry = true, max(v.RetryAfter, time.Millisecond)
 	}
 }
@@ -151,12 +152,12 @@ func (s *stage) readBytes(c *Conn, n int) {
 // that took its tenant over the byte quota parks c until the quota has
 // room.
 func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
-	a := c.adm
+	a := s.of(c)
 	if a == nil {
 		return
 	}
-	if s.longPark {
-		a.pace.Read(s.l.now)
+	if s.parksLong() {
+		a.pace.Read(s.v.now)
 	}
 	if t0 != 0 {
 		if drained && c.flags&(fHeld|fClosed) == 0 && (len(c.in) == 0 || c.flags&fPartial != 0) {
@@ -174,19 +175,15 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 		return
 	}
 	a.flags &^= sFresh
-	s.park(c, s.l.now+int64(s.readRetry), true)
+	s.park(a, s.v.now+int64(s.readRetry), true)
 }
-
-// parked reports whether c waits on the slow list (readConn stops).
-func (s *stage) parked(c *Conn) bool { return c.adm != nil && c.adm.flags&sSlow != 0 }
 
 // arrivalBound is the earliest moment the bytes c is about to dispatch
 // can have arrived (see AdmissionPolicy.MaxQueueDelay): the start of c's
 // last draining read and, when c was reported by this turn's events
 // (edge) with nothing unread since that read, the previous wait. A
 // connection never read has its accept as that read (opened).
-func (s *stage) arrivalBound(c *Conn, edge bool) int64 {
-	a := c.adm
+func (s *stage) arrivalBound(a *connStage, edge bool) int64 {
 	since := a.drainedAt
 	if edge && a.flags&sFresh != 0 && s.evBound > since {
 		since = s.evBound
@@ -197,23 +194,22 @@ func (s *stage) arrivalBound(c *Conn, edge bool) int64 {
 // park puts c on the slow list, to be read at at; quota marks a wait for
 // the tenant's byte quota, which only the time ends. Neither a quota park
 // nor a long one (sLongPark) is read early by an idle loop.
-func (s *stage) park(c *Conn, at int64, quota bool) {
-	a := c.adm
+func (s *stage) park(a *connStage, at int64, quota bool) {
 	a.flags |= sSlow
+	a.c.flags |= fDeferred
 	if quota {
 		a.flags |= sQuota
 	}
 	a.slowAt = at
-	s.linkSlow(c)
+	s.linkSlow(a)
 }
 
 // linkSlow puts c, flagged and dated already, at the head of the slow list
 // and counts it: in slowEarly unless a quota or long park, in slowLong if
 // a long park.
-func (s *stage) linkSlow(c *Conn) {
-	a := c.adm
+func (s *stage) linkSlow(a *connStage) {
 	a.nextSlow = s.slow
-	s.slow = c
+	s.slow = a
 	if a.flags&(sQuota|sLongPark) == 0 {
 		s.slowEarly++
 	}
@@ -234,37 +230,39 @@ func noteDue(due *int64, at int64) {
 // quota and long parks when the loop had nothing else to do; all once the
 // engine drains) to the ready list; the others stay.
 func (s *stage) releaseSlow() {
-	l := s.l
-	all := s.slowNow || l.draining
+	all := s.slowNow || s.v.draining
 	firstDue := int64(math.MinInt64) // with slowFirst: release the long parks due by then
 	if s.slowFirst {
 		firstDue = s.longParksDueFirst()
 	}
 	s.slowNow, s.slowFirst = false, false
-	if l.now < s.slowDue && !all && firstDue == math.MinInt64 {
+	if s.v.now < s.slowDue && !all && firstDue == math.MinInt64 {
 		return
 	}
-	c := s.slow
+	a := s.slow
 	s.slow, s.slowDue, s.slowEarly, s.slowLong = nil, 0, 0, 0
-	for c != nil {
-		a := c.adm
+	for a != nil {
+		c := a.c
 		next := a.nextSlow
 		a.nextSlow = nil
 		switch {
 		case c.flags&fClosed != 0:
 			a.flags &^= sSlow | sQuota
-		case l.now >= a.slowAt || all && a.flags&(sQuota|sLongPark) == 0 || l.draining:
+			c.flags &^= fDeferred
+		case s.v.now >= a.slowAt || all && a.flags&(sQuota|sLongPark) == 0 || s.v.draining:
 			a.flags &^= sSlow | sQuota
-			l.ready(c, fNeedRead)
+			c.flags &^= fDeferred
+			s.act.ready(c, fNeedRead)
 		case a.flags&sLongPark != 0 && a.slowAt <= firstDue:
 			// read early, for a loop short of admissible frames: its
 			// refusals still wait for their hold
 			a.flags &^= sSlow | sLongPark
-			l.ready(c, fNeedRead)
+			c.flags &^= fDeferred
+			s.act.ready(c, fNeedRead)
 		default:
-			s.linkSlow(c)
+			s.linkSlow(a)
 		}
-		c = next
+		a = next
 	}
 }
 
@@ -276,8 +274,7 @@ func (s *stage) longParksDueFirst() int64 {
 	const k = shed.IdleParkReads
 	var first [k]int64
 	n := 0
-	for c := s.slow; c != nil; c = c.adm.nextSlow {
-		a := c.adm
+	for a := s.slow; a != nil; a = a.nextSlow {
 		if a.flags&sLongPark == 0 {
 			continue
 		}
@@ -313,10 +310,10 @@ func (s *stage) afterFlush(c *Conn) bool {
 	}
 	switch s.lp.CheckConn(int64(c.outBytes+len(c.in)), int64(c.outMsgs), c.flags&fPaused != 0) {
 	case admission.ConnClose:
-		s.l.closeNow(c, ErrShed)
+		s.act.closeNow(c, ErrShed)
 		return true
 	case admission.ConnPauseRead:
-		s.l.pauseRead(c)
+		s.act.pauseRead(c)
 	}
 	return false
 }
@@ -329,7 +326,7 @@ func (s *stage) mayResume(c *Conn) bool {
 	if s.lp == nil {
 		return true
 	}
-	if c.outBytes > 0 && s.l.e.gate.Load()&gateAdmission != 0 {
+	if c.outBytes > 0 && s.e.gate.Load()&gateAdmission != 0 {
 		return false // global pressure: only a connection that read everything reads more
 	}
 	return s.lp.CheckConn(int64(c.outBytes+len(c.in)), int64(c.outMsgs), true) == admission.ConnResumeRead

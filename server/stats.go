@@ -201,6 +201,9 @@ const (
 
 type counters [numCounters]uint64
 
+// refused counts a refusal carried out on the loop by reason.
+func (st *counters) refused(r admission.Reason) { st[cRefusedBase+int(r)]++ }
+
 type published [numCounters]atomic.Uint64
 
 // publish copies the loop's counters and gauges to its atomics.
@@ -211,9 +214,6 @@ func (l *loop) publish() {
 	l.st[gInBytes] = uint64(l.bp.inBytes)
 	l.st[gPaused] = uint64(l.bp.nPaused)
 	l.st[gInflight] = uint64(l.poolInflight)
-	if s := l.stage; s != nil {
-		s.publish()
-	}
 	for i := range l.st {
 		if l.pub[i].Load() != l.st[i] {
 			l.pub[i].Store(l.st[i])

@@ -19,7 +19,8 @@ func (t *timer) queued() bool { return t.idx >= 0 }
 // timer_test.go and the package doc). Not safe for concurrent use: each loop
 // owns one.
 type timerHeap struct {
-	h []heapEntry
+	h       []heapEntry
+	firesAt int64 // when the timerfd fires next (0: not armed; deadline.go)
 }
 
 // heapEntry keeps the deadline beside the pointer so sifting compares

@@ -31,7 +31,7 @@ func (l *loop) flushPhase() {
 		if c.flags&fClosed != 0 {
 			continue
 		}
-		if c.flags&fRejOnly != 0 && l.stage.holdRejects(c) {
+		if c.flags&fRejOnly != 0 && l.shed.holdRejects(c) {
 			continue
 		}
 		// Skip a connection whose flush budget for this turn is spent (it
@@ -148,7 +148,7 @@ func (l *loop) flushConn(c *Conn) {
 		l.st[cFlushBudgetSpent]++
 		l.ready(c, fNeedFlush)
 	}
-	if s := l.stage; s != nil && s.afterFlush(c) {
+	if l.shed.afterFlush(c) {
 		return // closed: it broke its own budget
 	}
 	if c.flags&fPaused != 0 && l.mayResume(c) {
