@@ -98,8 +98,8 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	l.st[cAccepted]++
 	l.e.accepted()
 	c.lastActive = l.now
-	l.armConn(c)
-	l.act(c, l.h.OnOpen(c))
+	c.armConn()
+	c.act(l.h.OnOpen(c))
 }
 
 // acceptReject accepts one connection while the gate is rejecting and

@@ -30,7 +30,8 @@ func (b *backpressure) sumOthers(l *loop) {
 }
 
 // pauseRead stops reading c until flushConn resumes it (mayResume).
-func (l *loop) pauseRead(c *Conn) {
+func (c *Conn) pauseRead() {
+	l := c.loop
 	if c.flags&fPaused != 0 {
 		return
 	}
@@ -44,11 +45,12 @@ func (l *loop) pauseRead(c *Conn) {
 // out-queue is at or below both low watermarks, the engine is not at
 // MaxQueuedBytes unless c has nothing queued, and the admission stage
 // agrees (its per-connection budgets, its gate).
-func (l *loop) mayResume(c *Conn) bool {
+func (c *Conn) mayResume() bool {
+	l := c.loop
 	if c.outBytes > l.cfg.OutQueueLowBytes || c.outMsgs > l.bp.msgsLow {
 		return false
 	}
-	if c.outBytes > 0 && l.overQueued() {
+	if c.outBytes > 0 && l.bp.overQueued(l.cfg.MaxQueuedBytes) {
 		return false // global pressure: only a connection that read everything reads more
 	}
 	return l.shed.mayResume(c)
@@ -56,7 +58,8 @@ func (l *loop) mayResume(c *Conn) bool {
 
 // resumeRead lifts c's pause; c goes on the ready list, because bytes may
 // wait in its socket with no new edge to come.
-func (l *loop) resumeRead(c *Conn) {
+func (c *Conn) resumeRead() {
+	l := c.loop
 	c.flags &^= fPaused
 	l.bp.nPaused--
 	c.full.Store(false)
@@ -73,9 +76,10 @@ const overQueuedReadBytes = 4 << 10
 // connection with output queued stops being read until that output is gone
 // (false); one with nothing queued reads at most overQueuedReadBytes this
 // turn (budget is lowered; false once spent, with c on the ready list).
-func (l *loop) readWhileOver(c *Conn, budget *int) bool {
+func (c *Conn) readWhileOver(budget *int) bool {
+	l := c.loop
 	if c.outBytes > 0 {
-		l.pauseRead(c) // flushConn resumes it once its output is gone
+		c.pauseRead() // flushConn resumes it once its output is gone
 		return false
 	}
 	if c.readBytes >= overQueuedReadBytes {
@@ -89,7 +93,6 @@ func (l *loop) readWhileOver(c *Conn, budget *int) bool {
 // overQueued reports whether the engine's queued bytes are at
 // Config.MaxQueuedBytes: this loop's exactly, the others' as of their last
 // publish (summed once per turn in startPhase).
-func (l *loop) overQueued() bool {
-	m := l.cfg.MaxQueuedBytes
-	return m > 0 && l.bp.outBytes+l.bp.inBytes+l.bp.othersQueued >= m
+func (bp *backpressure) overQueued(max int) bool {
+	return max > 0 && bp.outBytes+bp.inBytes+bp.othersQueued >= max
 }

@@ -25,7 +25,7 @@ func TestWriteFrameFillsChunks(t *testing.T) {
 	const frames, size = 12, 4096 // the memory flood's frames: 4 100 bytes encoded, the second never fit
 	for i := 0; i < frames; i++ {
 		frame := bytes.Repeat([]byte{byte('a' + i)}, size)
-		if err := l.writeFrame(c, frame); err != nil {
+		if err := c.writeFrame(frame); err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
 		want = codec.AppendEncode(want, frame)
@@ -46,7 +46,7 @@ func TestWriteFrameFillsChunks(t *testing.T) {
 	if limit := (len(want)+outChunkBytes-1)/outChunkBytes + 1; len(chunks) > limit {
 		t.Errorf("%d chunks for %d bytes, want at most %d", len(chunks), len(want), limit)
 	}
-	l.releaseOut(c)
+	c.releaseOut()
 }
 
 // TestAvailableBufferInPlace: a reply appended to AvailableBuffer's buffer
@@ -64,14 +64,14 @@ func TestAvailableBufferInPlace(t *testing.T) {
 	var want []byte
 	write := func(b []byte) {
 		t.Helper()
-		if err := l.writeCopy(c, b); err != nil {
+		if err := c.writeCopy(b); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, b...)
 	}
 
 	// No out-queue yet: the spare chunk is lent and becomes the tail.
-	buf := l.availableBuffer(c)
+	buf := c.availableBuffer()
 	if cap(buf) < minAvailableBytes {
 		t.Fatalf("available %d bytes, want at least %d", cap(buf), minAvailableBytes)
 	}
@@ -82,7 +82,7 @@ func TestAvailableBufferInPlace(t *testing.T) {
 	}
 
 	// The tail has room: the next reply extends its segment.
-	buf = l.availableBuffer(c)
+	buf = c.availableBuffer()
 	if unsafe.SliceData(buf[:1]) != &spare.b[:cap(spare.b)][len(spare.b)] {
 		t.Fatal("AvailableBuffer did not offer the tail chunk's room")
 	}
@@ -92,12 +92,12 @@ func TestAvailableBufferInPlace(t *testing.T) {
 	}
 
 	// A reply that outgrows the buffer is copied (append moved it).
-	buf = l.availableBuffer(c)
+	buf = c.availableBuffer()
 	write(append(buf, bytes.Repeat([]byte{'x'}, cap(buf)+1)...))
 
 	// Too little room left in the tail: a spare chunk again.
 	write(bytes.Repeat([]byte{'z'}, c.tailChunk.room()-100))
-	buf = l.availableBuffer(c)
+	buf = c.availableBuffer()
 	if c.tailChunk != nil && c.tailChunk.room() >= minAvailableBytes {
 		t.Fatalf("tail has %d bytes of room, the test wants less", c.tailChunk.room())
 	}
@@ -107,9 +107,9 @@ func TestAvailableBufferInPlace(t *testing.T) {
 	write(append(buf, "after the big one"...))
 
 	// Over the byte budget: refused, nothing queued, the spare kept.
-	buf = l.availableBuffer(c)
+	buf = c.availableBuffer()
 	before := c.outBytes
-	if err := l.writeCopy(c, append(buf, bytes.Repeat([]byte{'y'}, 3*outChunkBytes)...)); err != ErrQueueFull {
+	if err := c.writeCopy(append(buf, bytes.Repeat([]byte{'y'}, 3*outChunkBytes)...)); err != ErrQueueFull {
 		t.Fatalf("over budget: %v, want ErrQueueFull", err)
 	}
 	if c.outBytes != before {
@@ -123,5 +123,5 @@ func TestAvailableBufferInPlace(t *testing.T) {
 	if !bytes.Equal(got, want) || c.outBytes != len(want) || c.outMsgs != 5 {
 		t.Fatalf("queued %q (%d bytes, %d msgs), want %q (%d bytes, 5 msgs)", got, c.outBytes, c.outMsgs, want, len(want))
 	}
-	l.releaseOut(c)
+	c.releaseOut()
 }

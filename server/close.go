@@ -54,10 +54,10 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	if c.out != nil {
 		l.bp.outBytes -= c.outBytes
 		c.outBytes, c.outMsgs = 0, 0
-		l.releaseOut(c)
+		c.releaseOut()
 	}
-	l.releaseIn(c)
-	l.releaseHeld(c)
+	c.releaseIn()
+	c.releaseHeld()
 	l.st[cClosedBase+int(CauseOf(cause))]++
 	l.e.connClosed()
 	l.h.OnClose(c, cause)
@@ -66,7 +66,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 // hangupCause is the close cause for EPOLLHUP/EPOLLERR on a connection that
 // is not reading, or whose poll failed (netpoll.Fail: the backend can no
 // longer watch it).
-func (l *loop) hangupCause(c *Conn, ev netpoll.Events) error {
+func (c *Conn) hangupCause(ev netpoll.Events) error {
 	if ev&netpoll.Fail != 0 {
 		return errPollFailed
 	}

@@ -112,7 +112,7 @@ func (c *Conn) Context() any {
 func (c *Conn) Write(p []byte) error {
 	l := c.loop
 	if l.onLoop() {
-		return l.writeCopy(c, p)
+		return c.writeCopy(p)
 	}
 	if len(p) == 0 {
 		return nil
@@ -145,7 +145,7 @@ func (c *Conn) AvailableBuffer() []byte {
 	if !l.onLoop() {
 		return nil
 	}
-	return l.availableBuffer(c)
+	return c.availableBuffer()
 }
 
 // WriteFrame encodes frame with the engine's codec and queues it as one
@@ -154,7 +154,7 @@ func (c *Conn) AvailableBuffer() []byte {
 func (c *Conn) WriteFrame(frame []byte) error {
 	l := c.loop
 	if l.onLoop() {
-		return l.writeFrame(c, frame)
+		return c.writeFrame(frame)
 	}
 	return c.writeAsync(frame, l.cfg.Codec) // the shared codec: the loop's own is the loop's alone
 }
@@ -167,7 +167,7 @@ func (c *Conn) WriteOwned(b []byte, release func()) error {
 	l := c.loop
 	seg := ioflush.Segment{Buf: b, Free: release}
 	if l.onLoop() {
-		return l.writeSegment(c, seg)
+		return c.writeSegment(seg)
 	}
 	if err := c.precheck(); err != nil {
 		return err

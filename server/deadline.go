@@ -12,11 +12,11 @@ func (l *loop) timerPhase() {
 	for t := l.timers.popDue(l.now); t != nil; t = l.timers.popDue(l.now) {
 		c := t.c
 		l.st[cTimerFires]++
-		if cause := l.expired(c); cause != nil {
+		if cause := c.expired(); cause != nil {
 			l.closeNow(c, cause)
 			continue
 		}
-		l.armConn(c)
+		c.armConn()
 	}
 	if l.lis.pausedUntil != 0 && l.now >= l.lis.pausedUntil {
 		l.lis.pausedUntil = 0 // controlPhase puts the listener back
@@ -24,7 +24,8 @@ func (l *loop) timerPhase() {
 }
 
 // expired returns the deadline c has passed, if any.
-func (l *loop) expired(c *Conn) error {
+func (c *Conn) expired() error {
+	l := c.loop
 	cfg := l.cfg
 	switch {
 	case enabled(cfg.IdleTimeout) && l.now-c.lastActive >= int64(cfg.IdleTimeout):
@@ -44,7 +45,8 @@ func (l *loop) expired(c *Conn) error {
 // its exact deadline: the fire that sees it re-arms for it. The data path
 // only stamps lastActive, frameStart and progressAt; it never touches the
 // heap.
-func (l *loop) armConn(c *Conn) {
+func (c *Conn) armConn() {
+	l := c.loop
 	cfg := l.cfg
 	next := int64(math.MaxInt64)
 	if enabled(cfg.IdleTimeout) {
@@ -87,7 +89,7 @@ func (l *loop) armTimerfd(stageAt int64) {
 	if d := l.e.drainDeadline.Load(); l.draining && d != 0 {
 		next = min(next, d)
 	}
-	next = min(next, l.gateWakeAt())
+	next = min(next, l.lis.wakeAt(l.e, l.now, l.draining))
 	if next == math.MaxInt64 || l.timers.firesAt > l.now && l.timers.firesAt <= next {
 		return
 	}

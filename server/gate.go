@@ -204,11 +204,11 @@ func (l *loop) sampleAcceptQueue() {
 // sampleNanos while the listen gate is closed for a reason other than
 // shutdown, so the gate's state is sampled and it can reopen;
 // math.MaxInt64 otherwise.
-func (l *loop) gateWakeAt() int64 {
-	if l.draining || l.e.gate.Load()&^gateShutdown == 0 {
+func (lis *listener) wakeAt(e *Engine, now int64, draining bool) int64 {
+	if draining || e.gate.Load()&^gateShutdown == 0 {
 		return math.MaxInt64
 	}
-	return max(l.lis.nextSample, l.now+1)
+	return max(lis.nextSample, now+1)
 }
 
 // worstBacklog returns the fullest accept queue of all loops, as they last

@@ -87,9 +87,9 @@ type loopHists struct {
 }
 
 // publishHists stores the slots that changed since the last publish.
-func (l *loop) publishHists() {
-	for k := range l.hists.own {
-		h, p := &l.hists.own[k], &l.hists.pub[k]
+func (lh *loopHists) publish() {
+	for k := range lh.own {
+		h, p := &lh.own[k], &lh.pub[k]
 		if h.dirty == 0 {
 			continue
 		}
@@ -139,9 +139,9 @@ func (l *loop) observeTurn(end int64) {
 }
 
 // observeOutQueue records a connection's queued output before a flush.
-func (l *loop) observeOutQueue(bytes int) {
+func (lh *loopHists) observeOutQueue(bytes int) {
 	v := uint64(bytes)
-	l.hists.own[hOutQueue].add(histIndex(v, oqShift, oqBuckets), v, 1)
+	lh.own[hOutQueue].add(histIndex(v, oqShift, oqBuckets), v, 1)
 }
 
 // Histogram is a distribution read at one moment, summed over loops.

@@ -73,7 +73,7 @@ func TestHistAdd(t *testing.T) {
 	if h.dirty != 1<<0|1<<2 {
 		t.Fatalf("dirty %b", h.dirty)
 	}
-	l.publishHists()
+	l.hists.publish()
 	p := &l.hists.pub[hRequest]
 	if p.counts[0].Load() != 2 || p.counts[2].Load() != 6 || p.sum.Load() != 18200 || h.dirty != 0 {
 		t.Fatalf("published %d %d sum %d, dirty %b", p.counts[0].Load(), p.counts[2].Load(), p.sum.Load(), h.dirty)
@@ -349,10 +349,10 @@ func BenchmarkHistTurn(b *testing.B) {
 		prev := l.now
 		l.now = e.clock()
 		l.observeWait(2+i&3, prev)
-		l.observeOutQueue(1088)
-		l.observeOutQueue(1088 + i&1023)
+		l.hists.observeOutQueue(1088)
+		l.hists.observeOutQueue(1088 + i&1023)
 		l.st[cFrames] += 32
 		l.observeTurn(e.clock())
-		l.publishHists()
+		l.hists.publish()
 	}
 }

@@ -135,7 +135,7 @@ func (l *loop) inboxPhase() {
 		}
 		switch t.kind {
 		case taskWrite:
-			if err := l.writeSegment(c, t.seg); err != nil {
+			if err := c.writeSegment(t.seg); err != nil {
 				t.release()
 				if err == ErrQueueFull {
 					l.requestClose(c, ErrQueueFull)

@@ -348,7 +348,7 @@ func (l *loop) ioPhase(n int) {
 			c.flags |= fRdHup
 		}
 		if ev&(netpoll.Hup|netpoll.Err) != 0 && (!c.readable() || ev&netpoll.Fail != 0) && c.flags&fClosed == 0 {
-			l.closeNow(c, l.hangupCause(c, ev))
+			l.closeNow(c, c.hangupCause(ev))
 			continue
 		}
 		l.readConn(c, true)

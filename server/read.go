@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sluicenet/sluice/protocol"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -32,7 +33,7 @@ func (l *loop) readConn(c *Conn, edge bool) {
 	if !c.readable() {
 		return
 	}
-	l.newReadTurn(c)
+	c.newReadTurn()
 	if len(c.in) > 0 && c.flags&fPartial == 0 { // frames held back by backpressure or MaxFramesPerTurn
 		l.consume(c, c.in, true)
 		if !c.readable() || c.flags&fHeld != 0 {
@@ -56,7 +57,7 @@ func (l *loop) readConn(c *Conn, edge bool) {
 		case c.flags&fClosed != 0:
 			return
 		case n == 0:
-			l.peerEOF(c)
+			c.peerEOF()
 			return
 		}
 		if !c.readable() || c.flags&(fHeld|fDeferred) != 0 || n < want && c.flags&fRdHup == 0 {
@@ -67,7 +68,8 @@ func (l *loop) readConn(c *Conn, edge bool) {
 
 // newReadTurn starts c's read budget and frame count afresh in a turn it
 // has not read in yet (frames held by MaxFramesPerTurn may go again).
-func (l *loop) newReadTurn(c *Conn) {
+func (c *Conn) newReadTurn() {
+	l := c.loop
 	if c.readTurn != l.turn {
 		c.readTurn, c.readBytes, c.turnFrames = l.turn, 0, 0
 		c.flags &^= fHeld
@@ -80,7 +82,7 @@ func (l *loop) newReadTurn(c *Conn) {
 // read nothing more this turn; a spent budget puts c on the ready list.
 func (l *loop) readAllowance(c *Conn) int {
 	budget := l.cfg.ReadBudgetBytes - c.readBytes
-	if l.overQueued() && !l.readWhileOver(c, &budget) {
+	if l.bp.overQueued(l.cfg.MaxQueuedBytes) && !c.readWhileOver(&budget) {
 		return 0
 	}
 	if rc := l.shed.readCap(); rc > 0 && budget > rc {
@@ -97,7 +99,7 @@ func (l *loop) readAllowance(c *Conn) int {
 // smallTailBytes: an unparsed tail up to this size is copied to the front of
 // the loop buffer and the next read appends to it there; a larger one (a big
 // frame in progress) is read into directly.
-func (l *loop) smallTailBytes() int { return min(16<<10, len(l.buf)/2) }
+func smallTailBytes(buf []byte) int { return min(16<<10, len(buf)/2) }
 
 // readOnce does one read(2) of at most budget bytes for c and dispatches it.
 // want is what the read asked for. The admission stage's read hooks run
@@ -105,14 +107,14 @@ func (l *loop) smallTailBytes() int { return min(16<<10, len(l.buf)/2) }
 // decoded, readEnd after their frames were dispatched.
 func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) {
 	t0 := l.shed.readStart(c, edge)
-	small := len(c.in) <= l.smallTailBytes()
+	small := len(c.in) <= smallTailBytes(l.buf)
 	k := 0
 	var dst []byte
 	if small {
 		k = copy(l.buf, c.in)
 		dst = l.buf[k:]
 	} else {
-		if !l.growIn(c, budget) {
+		if !c.growIn(budget) {
 			l.closeNow(c, errInBufferFull)
 			return 0, 0, 0
 		}
@@ -125,10 +127,10 @@ func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) 
 	drained := en == unix.EAGAIN
 	if n > 0 {
 		drained = n < len(dst)
-		l.account(c, n)
+		c.account(n)
 		l.shed.readBytes(c, n)
 		if small {
-			l.releaseIn(c) // the tail lives in l.buf now
+			c.releaseIn() // the tail lives in l.buf now
 			l.consume(c, l.buf[:k+n], false)
 		} else {
 			c.in = c.in[:len(c.in)+n]
@@ -140,7 +142,8 @@ func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) 
 	return n, len(dst), en
 }
 
-func (l *loop) account(c *Conn, n int) {
+func (c *Conn) account(n int) {
+	l := c.loop
 	l.st[cReads]++
 	l.st[cBytesIn] += uint64(n)
 	c.readBytes += n
@@ -165,7 +168,7 @@ func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
 	case c.closing != nil || len(rest) == 0:
 		// done, or closing: unparsed input of a closing connection is dropped
 		if inPlace {
-			l.releaseIn(c)
+			c.releaseIn()
 		}
 		c.flags &^= fPartial
 		return
@@ -242,23 +245,24 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			pl.offer(l, c, frame, data)
 			continue
 		}
-		l.act(c, l.h.OnFrame(c, frame))
+		c.act(l.h.OnFrame(c, frame))
 		l.shed.handled(c)
 	}
 	return nil, frames, nil
 }
 
 // frameFollows reports whether data begins with a complete frame.
-func (l *loop) frameFollows(data []byte) bool {
+func frameFollows(codec protocol.Codec, data []byte) bool {
 	if len(data) == 0 {
 		return false
 	}
-	_, n, err := l.codec.Decode(data)
+	_, n, err := codec.Decode(data)
 	return err == nil && n > 0 && n <= len(data)
 }
 
 // act carries out a handler's Action.
-func (l *loop) act(c *Conn, a Action) {
+func (c *Conn) act(a Action) {
+	l := c.loop
 	switch a {
 	case Close:
 		l.requestClose(c, ErrLocalClose)
@@ -269,10 +273,11 @@ func (l *loop) act(c *Conn, a Action) {
 
 // peerEOF handles end of file: replies already queued still go out, then
 // the connection closes with ErrPeerClosed. An incomplete frame is dropped.
-func (l *loop) peerEOF(c *Conn) {
+func (c *Conn) peerEOF() {
+	l := c.loop
 	c.flags |= fEOF
 	c.flags &^= fPartial
-	l.releaseIn(c)
+	c.releaseIn()
 	if c.pending > 0 {
 		return // frames in the worker pool still owe replies: poolDone closes
 	}
@@ -281,7 +286,8 @@ func (l *loop) peerEOF(c *Conn) {
 
 // growIn makes room in c.in for a read of up to budget bytes, within
 // MaxInBufferBytes; false when c.in is already at the limit.
-func (l *loop) growIn(c *Conn, budget int) bool {
+func (c *Conn) growIn(budget int) bool {
+	l := c.loop
 	limit := l.cfg.MaxInBufferBytes
 	if len(c.in) >= limit {
 		return false
@@ -297,7 +303,8 @@ func (l *loop) growIn(c *Conn, budget int) bool {
 }
 
 // releaseIn recycles c's input buffer.
-func (l *loop) releaseIn(c *Conn) {
+func (c *Conn) releaseIn() {
+	l := c.loop
 	if c.in == nil {
 		return
 	}

@@ -50,13 +50,13 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 	l.st[cReads]++
 	l.st[cBytesIn] += uint64(len(data))
 	c.lastActive = l.now
-	l.shed.readStart(c, l.heldLen(c) == 0)
+	l.shed.readStart(c, c.heldLen() == 0)
 	l.shed.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
-	if l.heldLen(c) > 0 {
-		l.holdIn(c, data)
+	if c.heldLen() > 0 {
+		c.holdIn(data)
 		l.readConn(c, true)
 	} else {
-		l.holdIn(c, l.recvFeed(c, data, true))
+		c.holdIn(l.recvFeed(c, data, true))
 		l.recvMore(c)
 	}
 	l.shed.readEnd(c, 0, false) // a read over the tenant's byte quota parks c
@@ -67,7 +67,7 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 // frames held, the stage's slow list, MaxQueuedBytes, the budget); it
 // returns what c cannot take now. edge is readConn's.
 func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
-	l.newReadTurn(c)
+	c.newReadTurn()
 	if !l.shed.beforeRead(c, edge) {
 		return data
 	}
@@ -84,7 +84,7 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 		c.readBytes += len(p)
 		if len(c.in) == 0 {
 			l.consume(c, p, false) // frames straight from the buffer; a partial rest is copied
-		} else if l.appendIn(c, p) {
+		} else if c.appendIn(p) {
 			l.consume(c, c.in, true) // the rest of a frame whose head c.in holds
 		} else {
 			l.closeNow(c, errInBufferFull)
@@ -102,11 +102,11 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 // recv is armed for more.
 func (l *loop) recvResume(c *Conn, edge bool) {
 	if len(c.in) > 0 && c.flags&(fPartial|fDeferred) == 0 && c.readable() {
-		l.newReadTurn(c)
+		c.newReadTurn()
 		l.consume(c, c.in, true)
 	}
-	if l.heldLen(c) > 0 && c.flags&fClosed == 0 {
-		h := *l.heldOf(c)
+	if c.heldLen() > 0 && c.flags&fClosed == 0 {
+		h := *c.heldOf()
 		rest := l.recvFeed(c, h, edge)
 		if c.flags&fClosed != 0 {
 			return
@@ -114,11 +114,11 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 		k := copy(h, rest)
 		l.bp.inBytes -= len(h) - k
 		if k > 0 {
-			*l.heldOf(c) = h[:k]
+			*c.heldOf() = h[:k]
 			return
 		}
 		l.pools.ins.put(h)
-		*l.heldOf(c) = nil
+		*c.heldOf() = nil
 	}
 	l.recvMore(c)
 }
@@ -131,11 +131,11 @@ func (l *loop) recvResume(c *Conn, edge bool) {
 // socket as with epoll. With nothing held, an end of file the recv
 // reported is seen here.
 func (l *loop) recvMore(c *Conn) {
-	if l.heldLen(c) > 0 || !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
+	if c.heldLen() > 0 || !c.readable() || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0 {
 		return
 	}
 	if c.flags&fRecvEOF != 0 {
-		l.peerEOF(c)
+		c.peerEOF()
 		return
 	}
 	if c.flags&fDeferred != 0 {
@@ -145,21 +145,23 @@ func (l *loop) recvMore(c *Conn) {
 }
 
 // holdIn appends data to the bytes c received and has not taken yet.
-func (l *loop) holdIn(c *Conn, data []byte) {
+func (c *Conn) holdIn(data []byte) {
+	l := c.loop
 	if len(data) == 0 || c.flags&fClosed != 0 {
 		return
 	}
-	h := l.heldOf(c)
+	h := c.heldOf()
 	*h = growAppend(&l.pools.ins, *h, data)
 	l.bp.inBytes += len(data)
 }
 
 // releaseHeld recycles c's held bytes (closing).
-func (l *loop) releaseHeld(c *Conn) {
-	if l.heldLen(c) == 0 {
+func (c *Conn) releaseHeld() {
+	l := c.loop
+	if c.heldLen() == 0 {
 		return
 	}
-	h := l.heldOf(c)
+	h := c.heldOf()
 	l.bp.inBytes -= len(*h)
 	l.pools.ins.put(*h)
 	*h = nil
@@ -168,7 +170,8 @@ func (l *loop) releaseHeld(c *Conn) {
 // heldOf returns where c's held bytes live: the loop's table by fd, which
 // only recv mode uses, so a Conn carries no field for them. The pointer is
 // good until the table grows (the next heldOf for a higher fd).
-func (l *loop) heldOf(c *Conn) *[]byte {
+func (c *Conn) heldOf() *[]byte {
+	l := c.loop
 	if fd := int(c.fd); fd >= len(l.held) {
 		grown := make([][]byte, max(64, 2*len(l.held), fd+1))
 		copy(grown, l.held)
@@ -178,7 +181,8 @@ func (l *loop) heldOf(c *Conn) *[]byte {
 }
 
 // heldLen returns how many bytes c holds.
-func (l *loop) heldLen(c *Conn) int {
+func (c *Conn) heldLen() int {
+	l := c.loop
 	if int(c.fd) < len(l.held) {
 		return len(l.held[c.fd])
 	}
@@ -187,7 +191,8 @@ func (l *loop) heldLen(c *Conn) int {
 
 // appendIn appends data to c's input (a frame's head, waiting for the
 // rest); false, and nothing appended, if that would pass MaxInBufferBytes.
-func (l *loop) appendIn(c *Conn, data []byte) bool {
+func (c *Conn) appendIn(data []byte) bool {
+	l := c.loop
 	if len(c.in)+len(data) > l.cfg.MaxInBufferBytes {
 		return false
 	}

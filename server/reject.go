@@ -45,7 +45,7 @@ func (l *loop) answerReject(c *Conn, frame []byte, reason string, retryAfter tim
 	// copied into the out-queue's chunks like any reply, so a burst of
 	// rejects coalesces instead of taking one out-queue slot each
 	l.pools.scratch = l.rejecter.AppendReject(l.pools.scratch[:0], frame, reason, retryAfter)
-	if err := l.writeCopy(c, l.pools.scratch); err != nil {
+	if err := c.writeCopy(l.pools.scratch); err != nil {
 		l.requestClose(c, err)
 		return
 	}
@@ -92,7 +92,7 @@ func (c *Conn) Reject(frame []byte, reason string, retryAfter time.Duration) err
 		l.shed.countDecision(r)
 		l.st[cRejects]++
 		l.pools.scratch = rj.AppendReject(l.pools.scratch[:0], frame, reason, retryAfter)
-		return l.writeCopy(c, l.pools.scratch)
+		return c.writeCopy(l.pools.scratch)
 	}
 	l.e.offRejects.Inc(r)
 	if a := l.e.adm; a != nil {

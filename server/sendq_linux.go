@@ -56,14 +56,14 @@ func (l *loop) flushSend(c *Conn) {
 	}
 	iovs, bytes := ioflush.Gather(&q.segs, limit, iovs)
 	if len(iovs) == 0 {
-		l.releaseOut(c)
+		c.releaseOut()
 		l.finishClose(c)
 		return
 	}
 	if bytes == limit && bytes < c.outBytes {
 		l.st[cFlushBudgetSpent]++ // the rest goes with the next send
 	}
-	l.observeOutQueue(c.outBytes)
+	l.hists.observeOutQueue(c.outBytes)
 	if err := l.p.Send(int(c.fd), iovs); err != nil {
 		l.closeNow(c, err)
 		return
@@ -118,15 +118,15 @@ func (l *loop) sendDone(c *Conn, res int32) {
 	}
 	if q.segs.Empty() {
 		c.tailChunk = nil
-		l.releaseOut(c)
+		c.releaseOut()
 	} else {
 		l.markDirty(c)
 	}
 	if l.shed.afterFlush(c) {
 		return // closed: it broke its own budget
 	}
-	if c.flags&fPaused != 0 && l.mayResume(c) {
-		l.resumeRead(c)
+	if c.flags&fPaused != 0 && c.mayResume() {
+		c.resumeRead()
 	}
 	if c.out == nil {
 		l.finishClose(c)

@@ -86,16 +86,16 @@ type shedder interface {
 	countDecision(r admission.Reason)
 }
 
-// stageLoop is what the admission stage may do to its loop's connections:
-// the mechanism that carries out its answers (the loop implements it).
+// stageLoop is what the admission stage may do to its loop's connections
+// beyond their own methods (a replayed reply is a Conn.writeCopy, a paused
+// read a Conn.pauseRead): the
+// mechanism that carries out its answers (the loop implements it).
 type stageLoop interface {
 	ready(c *Conn, f connFlag)
 	markDirty(c *Conn)
 	answerReject(c *Conn, frame []byte, reason string, retryAfter time.Duration)
-	pauseRead(c *Conn)
 	closeNow(c *Conn, cause error)
 	requestClose(c *Conn, cause error)
-	writeCopy(c *Conn, p []byte) error
 }
 
 // noShed is the shedder of a loop without Config.Admission.

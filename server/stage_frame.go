@@ -69,7 +69,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 		switch f.Claim.State {
 		case admission.ClaimDone:
 			// replay the stored reply without running the handler
-			if err := s.act.writeCopy(c, f.Claim.Response); err != nil {
+			if err := c.writeCopy(f.Claim.Response); err != nil {
 				s.act.requestClose(c, err)
 			}
 			return false
@@ -122,7 +122,7 @@ func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter tim
 	s.st[cRefusedPrioBase+int(s.frame.Priority)]++
 	s.act.answerReject(c, frame, r.String(), retryAfter)
 	if (r == admission.ReasonGlobal || r == admission.ReasonMemory) && c.outBytes > 0 && c.flags&fClosed == 0 {
-		s.act.pauseRead(c)
+		c.pauseRead()
 	}
 }
 

@@ -313,7 +313,7 @@ func (s *stage) afterFlush(c *Conn) bool {
 		s.act.closeNow(c, ErrShed)
 		return true
 	case admission.ConnPauseRead:
-		s.act.pauseRead(c)
+		c.pauseRead()
 	}
 	return false
 }

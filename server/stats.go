@@ -219,7 +219,7 @@ func (l *loop) publish() {
 			l.pub[i].Store(l.st[i])
 		}
 	}
-	l.publishHists()
+	l.hists.publish()
 }
 
 // Stats is a snapshot of an engine's counters, summed over its loops; each
