@@ -7,15 +7,23 @@
 // lifetimes, input buffering and framing through a protocol.Codec, the
 // out-queues and their flushing through ioflush, per-connection deadlines,
 // the loop inbox for calls from other goroutines, graceful shutdown, the
-// per-loop counters behind Engine.Stats, and the mechanism that carries out
-// admission decisions: refusing a frame with the codec's protocol.Rejecter,
-// taking the listener out of epoll, pausing reads, holding back refusals,
-// a bounded worker pool for handlers that block. It refuses to own policy:
-// how many connections or requests are too many, which tenant pays, when
-// to shed. Those are questions it asks through one seam, Config.Admission
-// (an AdmissionPolicy over an admission.Admitter, or an AdmitFunc), and the
-// admission package answers. It also refuses to own protocols: codecs and
-// their refusals are values from package protocol and its subpackages.
+// per-loop counters behind Engine.Stats, a bounded worker pool for handlers
+// that block, and the mechanism that carries out admission decisions:
+// refusing a frame with the codec's protocol.Rejecter, taking the listener
+// out of epoll, pausing reads, holding refusals back and deferring the
+// reads whose frames would all be refused, and the measurements the
+// decisions need (a frame's queueing delay, a handler's service time, how
+// long a loop slept). It refuses to own policy: how many connections or
+// requests are too many, which tenant pays, when a queue stands and how
+// long a frame may wait. Package admission answers those (budgets, quotas,
+// CoDel, the gate) and its subpackage admission/shed holds the shedding
+// law (the derived caps, the overload judgement, fair shares, how long
+// refusals are held), which the loops and the worker pool both apply; the
+// engine asks through one seam, Config.Admission (an AdmissionPolicy over
+// an admission.Admitter, or an AdmitFunc). The readiness backends (epoll,
+// io_uring) and the raw system calls live in an internal package behind a
+// Go interface. It also refuses to own protocols: codecs and their
+// refusals are values from package protocol and its subpackages.
 //
 // The usage sketch is the package example (Example): New with a Config and
 // a Handler, then Serve(ctx), which runs until ctx ends and then shuts down
@@ -45,19 +53,18 @@
 // wait returned several events) the loop blocks in epoll_wait only when a
 // zero-timeout poll found nothing, so a saturated loop never enters a
 // blocking syscall; a loop that is not under load blocks at once, which
-// saves the zero-timeout poll that would find nothing (one epoll_pwait per
-// message instead of two in ping-pong, measured with perf stat).
+// saves the zero-timeout poll that would find nothing.
 //
-// With Config.Admission set, each loop has an admission stage, and the turn
-// calls it at named hooks, in the shape of Redis's beforeSleep/afterSleep:
-// afterWait at the start of the turn (queueing-delay bounds, loop lag, the
-// Admitter's tick and gate, deferred connections that are due); around each
-// read beforeRead, readStart, readBytes and readEnd (arrival bounds, read
-// charging, the slow list); admitFrame for every decoded frame (the
-// decision, before the pool or the handler); holdRejects, afterFlush and
-// mayResume on the write side (batched refusals, per-connection budgets);
-// beforeSleep, wakeAt and publish at the end. Without it the loop checks
-// for a stage and does nothing else for admission.
+// With Config.Admission set, each loop has an admission stage behind one
+// interface, in the shape of Redis's beforeSleep/afterSleep: the turn
+// calls it at its start (queueing-delay bounds, loop lag, the Admitter's
+// tick and gate, deferred connections that are due), around each read
+// (arrival bounds, read charging, deferred reads), for every decoded frame
+// (the decision, before the pool or the handler), on the write side
+// (held refusals, per-connection budgets) and at its end (the load
+// published, when to wake). The stage reads the loop's turn (its clock,
+// whether it slept, when the last turn ended) and nothing else of it.
+// Without Config.Admission the loop's stage admits everything.
 //
 // Connections are registered once, EPOLLIN|EPOLLRDHUP|EPOLLET. Reads go to
 // the loop's buffer and stop at ReadBudgetBytes per connection per turn (the
@@ -77,13 +84,9 @@
 // of timers, one per connection. The data path only stamps progress times
 // with the loop's per-turn clock; a connection's timer is re-armed only when
 // it fires, to the earliest moment one of its deadlines (idle, frame,
-// write stall) could pass. BenchmarkTimers measures the heap against a
-// hashed timing wheel (1 ms ticks): per fire and re-arm of 10,000 timers the
-// two cost about the same (0.6-1.2 µs against 0.4-0.75 µs on this loaded
-// machine), insert plus cancel is 2-4 times cheaper on the wheel (41-60 ns
-// against 125-215 ns), and fires happen at most once per connection per
-// shortest timeout; the heap keeps exact deadlines with no tick and no
-// revolution bookkeeping, so it stays.
+// write stall) could pass. A fire happens at most once per connection per
+// shortest timeout, so the heap's exact deadlines cost no more than a
+// timing wheel's ticks (BenchmarkTimers compares the two).
 //
 // # Calls from other goroutines
 //
@@ -101,14 +104,13 @@
 // A loop's blocking wait is a system call that keeps its P until sysmon
 // takes it back, up to 10 ms later, which is harmless while nothing else
 // needs that P. While the worker pool holds a task it does: a worker
-// sharing the P would wait that long each time the loop slept (with one P
-// and 20 ms handlers, 24-25 frames/s where 43 were possible). So while the
-// pool is busy the loop sleeps in Go's netpoller instead (parker): on a
+// sharing the P would wait that long each time the loop slept. So while
+// the pool is busy the loop sleeps in Go's netpoller instead: on a
 // duplicate of its epoll fd, or on an eventfd its io_uring signals
 // (IORING_REGISTER_EVENTFD, switched on only for that sleep). A wake-up
 // from another goroutine makes the parked loop runnable at once on the
-// waking goroutine's P (parker.kick), so a worker that yields after a
-// frame hands its loop the P to send the reply and read what arrived.
+// waking goroutine's P, so a worker that yields after a frame hands its
+// loop the P to send the reply and read what arrived.
 //
 // # Backends
 //
@@ -120,8 +122,8 @@
 // loop's shared provided buffer ring (frames are decoded in place, the
 // buffer goes back at the next wait), and its out-queue leaves as a
 // sendmsg whose iovecs are the queued segments, submitted with the turn's
-// one io_uring_enter (recv.go, sendq_linux.go), or earlier in a turn of
-// slow handlers (Stats.EarlySubmits). Each recv is a multishot capped at
+// one io_uring_enter, or earlier in a turn of slow handlers
+// (Stats.EarlySubmits). Each recv is a multishot capped at
 // 4 KiB per arming (a single recv on kernels without the cap), armed again
 // only when the connection may read, so read budgets, backpressure,
 // MaxQueuedBytes and the admission stage's slow reads stop input as with

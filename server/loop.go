@@ -88,13 +88,6 @@ type pacing struct {
 	submitAt        int64 // loop clock of this turn's last early submission (submitEarly)
 }
 
-// connQueue is an intrusive FIFO of connections, linked through one of
-// their next pointers (nextReady or nextDirty).
-type connQueue struct {
-	head, tail *Conn
-	n          int
-}
-
 func newLoop(e *Engine, id int) *loop {
 	cfg := &e.cfg
 	l := &loop{
@@ -153,9 +146,8 @@ func (l *loop) submit(t task) error {
 //	wait    epoll_wait: under load (the last wait returned more than one
 //	        event, or work is pending) a raw non-blocking poll first, and a
 //	        blocking one only if it found nothing and no work is pending; a
-//	        loop that is not under load blocks at once (measured: the extra
-//	        zero-timeout poll doubled epoll_pwait calls per message in
-//	        ping-pong and saved nothing)
+//	        loop that is not under load blocks at once (the extra poll
+//	        would double the waits per message in ping-pong)
 //	start   the accept-queue sample, the other loops' queued bytes, and the
 //	        admission stage's afterWait hook
 //	accept  accept4 up to MaxAcceptPerTurn if the listener was reported
@@ -361,22 +353,12 @@ func (l *loop) ioPhase(n int) {
 const yieldEveryNanos = int64(5 * time.Millisecond)
 
 // yield passes the loop goroutine through the scheduler at the end of a
-// turn. The loop is locked to its thread and otherwise never reschedules:
-// a goroutine that has not been scheduled for 10 ms counts as running too
-// long, so sysmon preempts it and also retakes its P from every blocking
-// epoll_wait after one 20 µs tick, which keeps sysmon waking every 20 µs.
-// Measured at 55k msg/s open loop with GOMAXPROCS=1: 2.6–3.0k sysmon
-// nanosleeps/s and their timer interrupts were ~15% of the server's CPU
-// (gnet, whose loop yields before it blocks, had 100/s). Yielding every
-// 5 ms when the loop sleeps between turns brings sysmon back to 100/s; a
-// loop that never sleeps does not need it (nothing to retake). The yield
-// hands the P to another thread and back (the loop's thread is locked), a
-// few microseconds 200 times a second, and lets other goroutines run.
-//
-// With io_uring in recv mode it first submits the sends the turn prepared:
-// they would otherwise leave with the next wait, after the goroutines that
-// took the P meanwhile (a pool worker, 2 ms of work per frame: every reply
-// a frame late, the admitted p50 at 5x 7.3 ms against epoll's 4.9 ms).
+// turn. The loop is locked to its thread and otherwise never reschedules,
+// and a goroutine not scheduled for 10 ms keeps sysmon waking every 20 µs
+// to preempt it and retake its P (docs/ARCHITECTURE.md#why-the-loop-yields).
+// A loop that never sleeps does not need it (nothing to retake). With
+// io_uring in recv mode it first submits the sends the turn prepared, so
+// they do not wait behind the goroutines that take the P meanwhile.
 func (l *loop) yield(now int64) {
 	l.pace.yieldAt, l.pace.sleptSinceYield = now, false
 	if l.p.RecvMode() {
@@ -398,10 +380,7 @@ func (l *loop) controlPhase() {
 	} else if pl := l.e.pool; pl != nil && pl.starved() {
 		// a frame waits for a worker that is not running: the worker may
 		// be waiting for this loop's P, which a busy loop holds until the
-		// scheduler preempts it (10 ms); measured on one core with
-		// 200 µs of work at 5x, the pool served no frame at all once
-		// predictedLong capped its queue, and without it answered in
-		// 20-35 ms
+		// scheduler preempts it (docs/ARCHITECTURE.md#why-the-loop-yields)
 		l.yield(end)
 	}
 	if want := l.wantListen(); want != l.lis.in {
@@ -434,54 +413,4 @@ func (l *loop) exit() {
 	l.p.Close()
 	l.publish()
 	l.e.loopDone()
-}
-
-// conn returns the connection on fd, or nil.
-func (l *loop) conn(fd int) *Conn {
-	if fd < 0 || fd >= len(l.conns) {
-		return nil
-	}
-	return l.conns[fd]
-}
-
-func (l *loop) setConn(fd int, c *Conn) {
-	if fd >= len(l.conns) {
-		n := max(64, 2*len(l.conns), fd+1)
-		grown := make([]*Conn, n)
-		copy(grown, l.conns)
-		l.conns = grown
-	}
-	l.conns[fd] = c
-}
-
-// ready puts c on the ready list for the next turn with flag f.
-func (l *loop) ready(c *Conn, f connFlag) {
-	c.flags |= f
-	if c.flags&fReady != 0 {
-		return
-	}
-	c.flags |= fReady
-	q := &l.readyq
-	q.n++
-	if q.tail == nil {
-		q.head = c
-	} else {
-		q.tail.nextReady = c
-	}
-	q.tail = c
-}
-
-// markDirty puts c on this turn's flush list.
-func (l *loop) markDirty(c *Conn) {
-	if c.flags&fDirty != 0 {
-		return
-	}
-	c.flags |= fDirty
-	q := &l.dirtyq
-	if q.tail == nil {
-		q.head = c
-	} else {
-		q.tail.nextDirty = c
-	}
-	q.tail = c
 }

@@ -34,54 +34,6 @@ type PoolStats struct {
 	RejectsByPriority [admission.NumPriorities]uint64
 }
 
-// poolTask is one frame waiting for, or held by, a worker.
-type poolTask struct {
-	l        *loop
-	c        *Conn
-	fd       int32
-	gen      uint64
-	buf      *bytebufferpool.ByteBuffer
-	enq      int64 // loop clock at ingress
-	deadline int64 // loop clock; 0: none
-	claim    *poolClaim
-	prio     admission.Priority
-	slot     int16 // its tenant's fair-share slot; -1: none
-}
-
-// poolClaim is the idempotency claim (ClaimNew) the policy made for a
-// pooled frame: the handler gets it through FrameClaimFrom, and a task the
-// pool refuses abandons it so that a retry runs again.
-type poolClaim struct {
-	claim admission.Claim
-	key   []byte // a copy: the frame's own bytes are gone by then
-	store admission.Store
-}
-
-// claimCtxKey keys the claim in a pooled request's context.
-type claimCtxKey struct{}
-
-// FrameClaimFrom returns the idempotency claim the admission policy made
-// for the frame a PoolHandler is serving (ClaimNew: the handler runs and
-// should Finish or Abandon it with its Token on the Admitter's store), and
-// false when the frame has none. It is the pool's counterpart of
-// Conn.FrameClaim. A frame the pool refuses instead of serving (queue
-// full, deadline, draining, CoDel) has its claim abandoned by the engine.
-func FrameClaimFrom(ctx context.Context) (admission.Claim, bool) {
-	pc, ok := ctx.Value(claimCtxKey{}).(*poolClaim)
-	if !ok || pc == nil {
-		return admission.Claim{}, false
-	}
-	return pc.claim, true
-}
-
-// abandon releases t's claim, if any, after the pool refused t.
-func (p *pool) abandon(t *poolTask) {
-	if pc := t.claim; pc != nil {
-		_ = pc.store.Abandon(context.Background(), p.e.timeAt(p.e.clock()), pc.key, pc.claim.Token)
-		t.claim = nil
-	}
-}
-
 // pool is the engine's bounded worker pool for a BlockingHandler (see
 // PoolConfig). The queue is a ring per priority under one mutex, QueueLen
 // frames in all: loops push (never waiting), workers take from the most
@@ -263,7 +215,7 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 		// a less urgent class's oldest frame past its cap is taken first,
 		// for judge to refuse: behind a steady flow of more urgent frames
 		// it would wait unanswered, and in ordered mode so would its
-		// connection (best-effort frames at 2 ms of work, 5x: p99 189 ms)
+		// connection (docs/OVERLOAD.md#priorities)
 		if r := &p.rings[q]; r.n > 0 && p.stale(now-r.q[r.head].enq, q) {
 			prio = q
 			break
@@ -294,32 +246,6 @@ func (p *pool) take() (poolTask, admission.Verdict, bool) {
 	return t, v, true
 }
 
-// poolRing is the pool's queue of one priority: a ring of tasks.
-type poolRing struct {
-	q       []poolTask
-	head, n int
-}
-
-// push appends t; the ring has room (the pool holds QueueLen frames in all).
-func (r *poolRing) push(t poolTask) {
-	r.q[(r.head+r.n)%len(r.q)] = t
-	r.n++
-}
-
-// pop takes the newest task, or the oldest; the ring is not empty.
-func (r *poolRing) pop(newest bool) poolTask {
-	i := r.head
-	if newest {
-		i = (r.head + r.n - 1) % len(r.q)
-	} else {
-		r.head = (r.head + 1) % len(r.q)
-	}
-	t := r.q[i]
-	r.q[i] = poolTask{}
-	r.n--
-	return t
-}
-
 // worker serves tasks until the pool is closed and empty.
 func (p *pool) worker() {
 	defer p.wg.Done()
@@ -340,13 +266,9 @@ func (p *pool) worker() {
 }
 
 // poolYieldNanos is how long a worker serves frames back to back before it
-// yields its P. Loops and workers share the Ps (cmd/echo runs as many
-// loops as GOMAXPROCS): a worker with a full queue kept a loop from its P
-// for up to the scheduler's 10 ms time slice, so connections waited unread
-// and their frames were late before they were read (the admitted p99 at
-// 5x was 17-18 ms with only the loop's yield, about 3 ms with both; one
-// core, 200 µs of work). 500 µs keeps most of the goodput (3.43k against
-// 3.18k frames/s when yielding after every frame).
+// yields its P. Loops and workers share the Ps: a worker with a full queue
+// would keep a loop from its P for the scheduler's 10 ms time slice, and
+// connections would wait unread (docs/ARCHITECTURE.md#why-the-loop-yields).
 const poolYieldNanos = int64(500 * time.Microsecond)
 
 // active reports whether a task is queued or running: a worker may need a

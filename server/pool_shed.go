@@ -18,9 +18,8 @@ import (
 // sets its cap as on the loop (stage.capFor): a critical frame is refused
 // only past the long cap, a best-effort one past C/2, a normal one past C.
 // Workers take the most urgent class first, so a frame's predicted wait
-// counts only the frames of its class and the more urgent ones. Without
-// them the pool refused every class alike: at 200 µs of work, 5x, critical
-// frames at 0.3x capacity were served 25-28%, at 2 ms 19%.
+// counts only the frames of its class and the more urgent ones
+// (docs/OVERLOAD.md#the-worker-pools-law).
 
 // deriveLocked sets the pool CoDel's target from the average service time
 // S by the law the loops follow (shed.Caps, with the pool's floor

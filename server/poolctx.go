@@ -9,8 +9,7 @@ import (
 // reqCtx is the context a worker hands ServeFrame: the request's deadline,
 // its idempotency claim, and the pool's end (the engine stopping), without
 // a context.WithDeadline per frame (a timer context, its timer and a value
-// context: four allocations per frame, measured, and the only ones on the
-// pool's steady-state path).
+// context would be the only allocations on the pool's steady-state path).
 //
 // A worker reuses its reqCtx from frame to frame, as it does the frame's
 // buffer, so the context belongs to the ServeFrame call (BlockingHandler

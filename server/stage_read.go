@@ -60,17 +60,12 @@ func (s *stage) deferRead(c *Conn, a *connStage) bool {
 		return false
 	}
 	if s.classify != nil {
-		// With classes the bound stays what this edge proved: the bytes
-		// waiting now and any that come before the read arrived after
-		// it. The last draining read, the bound otherwise, aged a sparse
-		// connection's frames by its whole gap, and a critical frame
-		// deferred once was refused past L (2 ms of work, 5x: 49% of
-		// critical frames served, now 100%). Without classes every frame
-		// is normal and the deferral has decided its refusal: the older
-		// bound keeps it refused if the loop's judgement flips to not
-		// overloaded meanwhile (the cap then L), where the edge's bound
-		// admitted such frames up to L (matrix-mix: a round at p99
-		// 9.3 ms, 200 µs, and 31.7 ms, 2 ms, at 64 connections, 5x).
+		// With classes the bound stays what this edge proved, so that a
+		// sparse connection's critical frame is not aged by its whole gap
+		// and refused past L. Without classes every frame is normal and
+		// the deferral has decided its refusal: the older bound keeps it
+		// refused if the judgement flips meanwhile
+		// (docs/OVERLOAD.md#priorities).
 		a.drainedAt = s.arrivalBound(a, true)
 	}
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)

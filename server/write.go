@@ -42,9 +42,7 @@ func (l *loop) flushPhase() {
 
 // flushEarly writes c's replies right after its input was handled rather
 // than at the end of the turn, so the peer has them while the loop serves
-// the other connections; batching every reply to the end of the turn left
-// peers idle while the loop read the rest (measured: 256 conns x 16 in
-// flight, server and client each about half busy). It is still one writev
+// the other connections rather than idle until the turn ends. It is still one writev
 // per connection per turn in the common case: flushPhase skips a
 // connection whose budget this flush spent, one whose queue it emptied has
 // no out-queue left, and a connection waiting for EPOLLOUT is left to
@@ -71,10 +69,9 @@ const (
 // submitEarly hands the kernel the sends prepared so far when this turn has
 // run earlySubmitNanos since the wait or the last early submission. In recv
 // mode a send leaves with the turn's io_uring_enter, at its end; with slow
-// handlers that held the first replies of a turn for the whole turn (the
-// admission bench at 200 µs per frame: a p99 about 2× epoll's, whose
-// flushEarly writes at once). A turn of cheap frames never gets here, so
-// they keep one enter per turn.
+// handlers that would hold the first replies of a turn for the whole turn,
+// where epoll's flushEarly writes at once. A turn of cheap frames never
+// gets here, so they keep one enter per turn.
 func (l *loop) submitEarly() {
 	t := l.e.clock()
 	if t-max(l.now, l.pace.submitAt) < earlySubmitNanos {
