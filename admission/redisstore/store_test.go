@@ -77,11 +77,15 @@ func TestStoreLeaseExpiryAndAbandon(t *testing.T) {
 		t.Fatalf("%+v %v", c1, err)
 	}
 	// The owner "crashed": Redis expires the lease and a retry owns the key
-	// (the deadline is only a safety net: the lease is 50 ms).
+	// (the deadline is only a safety net: the lease is 50 ms). The retry
+	// comes through a store whose lease is long, so that the retry's own
+	// lease outlives the round trips below on a loaded machine too (with a
+	// 50 ms one, four CPU hogs let it expire before the Abandon).
+	retry := newStore(t, admission.StoreConfig{InProgressTTL: time.Minute})
 	deadline := time.Now().Add(10 * time.Second)
 	var c2 admission.Claim
 	for {
-		c2, err = s.Claim(bg, time.Now(), key, fp("a"))
+		c2, err = retry.Claim(bg, time.Now(), key, fp("a"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,10 +103,10 @@ func TestStoreLeaseExpiryAndAbandon(t *testing.T) {
 	if err := s.Finish(bg, time.Now(), key, c1.Token, 200, nil); !errors.Is(err, admission.ErrNotOwner) {
 		t.Fatalf("late finish of the expired claim: %v", err)
 	}
-	if err := s.Abandon(bg, time.Now(), key, c2.Token); err != nil {
+	if err := retry.Abandon(bg, time.Now(), key, c2.Token); err != nil {
 		t.Fatal(err)
 	}
-	if c3, err := s.Claim(bg, time.Now(), key, fp("a")); err != nil || c3.State != admission.ClaimNew {
+	if c3, err := retry.Claim(bg, time.Now(), key, fp("a")); err != nil || c3.State != admission.ClaimNew {
 		t.Fatalf("after abandon: %+v %v", c3, err)
 	}
 }
