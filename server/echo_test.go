@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,37 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sluicenet/sluice/protocol"
-	"golang.org/x/sys/unix"
 )
-
-// streamFor builds the bytes a client sends for codec: frames of random
-// sizes up to maxFrame, total about size bytes. The echo of a stream is the
-// stream itself for raw, length and line.
-func streamFor(codec string, rng *rand.Rand, size, maxFrame int) []byte {
-	var out []byte
-	for len(out) < size {
-		n := rng.IntN(maxFrame + 1)
-		switch codec {
-		case "raw":
-			for i := 0; i < n; i++ {
-				out = append(out, byte(rng.Uint32()))
-			}
-		case "length":
-			out = binary.BigEndian.AppendUint32(out, uint32(n))
-			for i := 0; i < n; i++ {
-				out = append(out, byte(rng.Uint32()))
-			}
-		case "line":
-			for i := 0; i < n; i++ {
-				out = append(out, 'a'+byte(rng.IntN(26)))
-			}
-			out = append(out, '\n')
-		}
-	}
-	return out
-}
 
 // writeChopped writes b in random pieces with occasional pauses, so the
 // server sees frames split at arbitrary points.
@@ -111,14 +80,6 @@ func echoClient(e *Engine, codec string, seed uint64, size, maxFrame int, slowRe
 	return nil
 }
 
-func codecByName(t *testing.T, name string, maxFrame int) protocol.Codec {
-	c, err := protocol.ByName(name, maxFrame)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // TestEchoExact: many connections echo exactly what they sent, in order,
 // for each codec, with frames split across reads and (with tiny budgets and
 // slow readers) replies split across writes.
@@ -175,58 +136,4 @@ func TestEchoExact(t *testing.T) {
 			})
 		}
 	}
-}
-
-// TestEchoSlowReaderBackpressure: clients that read nothing for a while
-// make the server's writes would-block (EPOLLOUT armed), its out-queues pass
-// the high watermark (reading paused) and resume; every byte still comes
-// back exactly once, in order.
-func TestEchoSlowReaderBackpressure(t *testing.T) {
-	cfg := Config{Loops: 2, Codec: codecByName(t, "length", 64<<10), OutQueueBytes: 128 << 10,
-		FlushBudgetBytes: 16 << 10}
-	h := newTestHandler()
-	e := start(t, cfg, h)
-	const conns = 3
-	var wg sync.WaitGroup
-	for i := 0; i < conns; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i), 5))
-			want := streamFor("length", rng, 6<<20, 60<<10)
-			conn, err := dialSmallWindow(e.Addr().String(), 8<<10)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(30 * time.Second))
-			go func() {
-				conn.Write(want)
-				conn.CloseWrite()
-			}()
-			time.Sleep(300 * time.Millisecond) // let the server's socket and queue fill
-			got, err := io.ReadAll(conn)
-			if err != nil {
-				t.Errorf("conn %d: read: %v; stats %+v", i, err, e.Stats())
-				for _, l := range e.loops {
-					for _, c := range l.conns {
-						if c != nil {
-							outq, _ := unix.IoctlGetInt(int(c.fd), unix.SIOCOUTQ)
-							inq, _ := unix.IoctlGetInt(int(c.fd), unix.SIOCINQ)
-							sb, _ := unix.GetsockoptInt(int(c.fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
-							t.Logf("conn fd %d flags %b out %d msgs %d in %d closing %v kernel outq %d inq %d sndbuf %d", c.fd, c.flags, c.outBytes, c.outMsgs, len(c.in), c.closing, outq, inq, sb)
-						}
-					}
-				}
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("conn %d: echo of %d bytes differs (got %d)", i, len(want), len(got))
-			}
-		}(i)
-	}
-	wg.Wait()
-	waitStats(t, e, "EPOLLOUT arms, pauses and flush-budget stops", func(s Stats) bool {
-		return s.OutArms > 0 && s.Pauses > 0 && s.FlushBudgetSpent > 0
-	})
 }

@@ -5,9 +5,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/protocol"
 )
 
 // TestMaxConnsGate: at MaxConns the gate closes (further connections wait
@@ -141,5 +147,157 @@ func TestAcceptSpread(t *testing.T) {
 		if n := l.pub[gConns].Load(); n < 8 {
 			t.Errorf("loop %d has %d of 64 connections", l.id, n)
 		}
+	}
+}
+
+// TestPolicyGateFlood: a connection flood past the policy's connection
+// budget closes the gate (the rest waits in the kernel backlog, which Stats
+// shows through TCP_INFO), the gate stays closed above the low watermark and
+// through the dwell (no flapping: the transitions are counted), reopens
+// below it, and every connection is served in the end.
+func TestPolicyGateFlood(t *testing.T) {
+	const budget, total = 20, 36 // the backlog left after the first wave stays under the budget
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
+		Gate:           admission.GateConfig{Watermark: admission.Watermark{High: 1, Low: 0.5, MinDwell: 200 * time.Millisecond}},
+		SampleInterval: time.Millisecond,
+	})
+	h := newTestHandler()
+	e := start(t, Config{Loops: 2, Codec: protocol.Delimited{}, MaxAcceptPerTurn: 1, Backlog: 128, MaxConns: budget,
+		Admission: AdmissionPolicy{Admitter: adm}}, h)
+	var clients []*lineConn
+	for i := 0; i < total; i++ {
+		clients = append(clients, dialLine(t, e.Addr().String(), nil))
+		time.Sleep(time.Millisecond) // a fast flood, not one burst: the policy samples every millisecond
+	}
+	s := waitStats(t, e, "gate closed and backlog seen", func(s Stats) bool {
+		return !s.GateOpen && s.Admission.Gate.State == admission.GateClosed &&
+			s.Admission.AcceptQueueDepth == int64(total)-int64(s.Accepted)
+	})
+	accepted := s.Accepted
+	t.Logf("accepted %d of %d, backlog %d/%d, pressure %.2f", accepted, total,
+		s.Admission.AcceptQueueDepth, s.Admission.AcceptQueueLimit, s.Admission.Gate.Pressure)
+	if accepted < budget || accepted >= total {
+		t.Fatalf("accepted %d with a budget of %d and %d dialled", accepted, budget, total)
+	}
+	if s.Admission.AcceptQueueLimit < 128 {
+		t.Errorf("accept queue limit %d, want the backlog (128 per socket)", s.Admission.AcceptQueueLimit)
+	}
+	// every client says hello; the accepted ones answer while the gate is
+	// closed, the others wait in the backlog
+	served := make([]bool, total)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		fmt.Fprintf(c, "hello %d\n", i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			if got, err := c.r.ReadString('\n'); err == nil && got == fmt.Sprintf("hello %d\n", i) {
+				mu.Lock()
+				served[i] = true
+				mu.Unlock()
+			}
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		}()
+	}
+	wg.Wait()
+	open := 0
+	for _, v := range served {
+		if v {
+			open++
+		}
+	}
+	if open != int(accepted) {
+		t.Fatalf("%d clients answered, %d accepted", open, accepted)
+	}
+	// close accepted connections down to just above the low watermark: the
+	// gate stays closed, through more than one dwell
+	for i, c := range clients {
+		if open == budget/2+1 {
+			break
+		}
+		if served[i] {
+			c.Close()
+			open--
+		}
+	}
+	time.Sleep(400 * time.Millisecond)
+	s = e.Stats()
+	if s.GateOpen || s.Admission.Gate.Transitions != 1 || s.Accepted != accepted {
+		t.Fatalf("above the low watermark: gate open %v, policy transitions %d, accepted %d (was %d); want closed, 1, unchanged",
+			s.GateOpen, s.Admission.Gate.Transitions, s.Accepted, accepted)
+	}
+	// close the rest: below the low watermark, after the dwell, the gate
+	// opens and the backlog is served (its hello answered)
+	var late []int
+	for i, c := range clients {
+		if served[i] {
+			c.Close()
+		} else {
+			late = append(late, i)
+		}
+	}
+	for _, i := range late {
+		want := fmt.Sprintf("hello %d", i)
+		if got := clients[i].line(t); got != want {
+			t.Fatalf("late client %d: %q, want %q", i, got, want)
+		}
+	}
+	s = waitStats(t, e, "all accepted", func(s Stats) bool { return s.Accepted == total })
+	g := s.Admission.Gate
+	t.Logf("policy gate: %d transitions (%d closes, %d opens); engine gate %d transitions", g.Transitions, g.Closes, g.Opens, s.GateTransitions)
+	// closed once at the flood, opened once when the first wave left; the
+	// backlog (at most 16 connections) cannot push the pressure to 1 again,
+	// so no more transitions: no flapping.
+	if g.Closes != 1 || g.Opens != 1 || g.Transitions != 2 {
+		t.Errorf("policy gate transitions %+v; want exactly one close and one open", g)
+	}
+}
+
+// TestBacklogReject: with RejectBacklogAbove, a gate closed at its budget
+// whose accept queue fills switches to GateRejecting: new connections are
+// accepted and answered at once with a reject and a close, instead of
+// waiting in (or being dropped by) the kernel's queue.
+func TestBacklogReject(t *testing.T) {
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1,
+		Gate:           admission.GateConfig{Watermark: admission.Watermark{High: 1, Low: 0.5, MinDwell: time.Second}, RejectBacklogAbove: 0.25},
+		SampleInterval: time.Millisecond,
+	})
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, MaxConns: 2, MaxConnsLow: 1, Backlog: 8,
+		Admission: AdmissionPolicy{Admitter: adm}}, newTestHandler())
+	for i := 0; i < 2; i++ {
+		c := dialLine(t, e.Addr().String(), nil)
+		fmt.Fprintf(c, "hi\n")
+		if got := c.line(t); got != "hi" {
+			t.Fatalf("served connection %d: %q", i, got)
+		}
+	}
+	waitStats(t, e, "gate closed", func(s Stats) bool { return !s.GateOpen })
+	var rejected, waiting int
+	for i := 0; i < 12; i++ {
+		c := dialLine(t, e.Addr().String(), nil)
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		line, err := c.r.ReadString('\n')
+		switch reason, retry, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); {
+		case err == nil && ok && reason == "global" && retry > 0:
+			rejected++
+			if _, err := c.r.ReadString('\n'); err != io.EOF {
+				t.Errorf("after the reject: %v, want end of file", err)
+			}
+		case err != nil:
+			waiting++ // in the kernel's queue, below the reject threshold
+		default:
+			t.Fatalf("connection %d: %q", i, line)
+		}
+	}
+	// a connection that gave up waiting may still be rejected afterwards
+	s := waitStats(t, e, "backlog rejects counted", func(s Stats) bool { return s.Admission.BacklogRejects >= uint64(rejected) })
+	t.Logf("rejected %d, waiting %d; policy gate %+v", rejected, waiting, s.Admission.Gate)
+	if rejected == 0 || s.Admission.Gate.Rejecting == 0 {
+		t.Errorf("no connection rejected while the accept queue was full")
+	}
+	if s.Accepted != 2 || s.ConnsOpen != 2 {
+		t.Errorf("accepted %d, open %d; want the budget (2)", s.Accepted, s.ConnsOpen)
 	}
 }

@@ -167,45 +167,6 @@ func TestHistogramsUnderLoad(t *testing.T) {
 	}
 }
 
-// TestPausedConns: the gauge counts a connection while backpressure has
-// reading paused, and uncounts it on resume and on close.
-func TestPausedConns(t *testing.T) {
-	// reads (raw frames) of at most 4 KiB, so every echo fits the 16 KiB budget
-	e := start(t, Config{Loops: 1, ReadBudgetBytes: 4 << 10, OutQueueBytes: 16 << 10,
-		IdleTimeout: -1, FrameTimeout: -1, WriteStallTimeout: -1}, newTestHandler())
-	pause := func() *net.TCPConn {
-		c, err := dialSmallWindow(e.Addr().String(), 4096)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		go func() { // until the server stops reading and the windows close
-			c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			chunk := make([]byte, 32<<10)
-			for {
-				if _, err := c.Write(chunk); err != nil {
-					return
-				}
-			}
-		}()
-		return c
-	}
-	a := pause()
-	waitStats(t, e, "one paused connection", func(s Stats) bool { return s.PausedConns == 1 })
-	b := pause()
-	waitStats(t, e, "two paused connections", func(s Stats) bool { return s.PausedConns == 2 })
-	b.SetLinger(0) // RST: a paused connection is not reading, so it sees EPOLLHUP/ERR, not EOF
-	b.Close()
-	waitStats(t, e, "closed connection uncounted", func(s Stats) bool { return s.PausedConns == 1 && s.ConnsOpen == 1 })
-	a.SetWriteDeadline(time.Now()) // stop the writer, then read the echoes until the input is gone
-	buf := make([]byte, 64<<10)
-	waitUntil(t, 10*time.Second, "reading resumed", func() bool {
-		a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		a.Read(buf)
-		return e.Stats().PausedConns == 0
-	})
-}
-
 // TestGateClosedTime: the gate's closed time grows while it is closed,
 // stops when it opens, and Draining follows Shutdown.
 func TestGateClosedTime(t *testing.T) {

@@ -1,15 +1,29 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/protocol"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
@@ -244,3 +258,488 @@ func busyFor(d time.Duration) {
 
 // loopStage returns e's first loop's admission stage (Config.Admission set).
 func loopStage(e *Engine) *stage { return e.loops[0].shed.(*stage) }
+
+func codecByName(t *testing.T, name string, maxFrame int) protocol.Codec {
+	c, err := protocol.ByName(name, maxFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func protocolLength() protocol.Codec { return protocol.LengthPrefixed{Header: protocol.Fixed32} }
+
+// pipelined returns n length-prefixed frames of size bytes each, as one
+// buffer.
+func pipelined(n, size int) []byte {
+	var b []byte
+	for i := 0; i < n; i++ {
+		b = binary.BigEndian.AppendUint32(b, uint32(size))
+		for j := 0; j < size; j++ {
+			b = append(b, byte(i+j))
+		}
+	}
+	return b
+}
+
+// echoHandlerAlloc is the echo handler of cmd/echo.
+var echoHandlerAlloc = HandlerFuncs{Frame: func(c *Conn, frame []byte) Action {
+	if err := c.WriteFrame(frame); err != nil {
+		c.CloseWithError(err)
+	}
+	return None
+}}
+
+// roundTrips has every client write out and read as many bytes back,
+// rounds times, all clients at once (echoed pipelined frames).
+func roundTrips(tb testing.TB, clients []net.Conn, out []byte, rounds int) {
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func(c net.Conn) {
+			defer wg.Done()
+			in := make([]byte, len(out))
+			for r := 0; r < rounds; r++ {
+				if _, err := c.Write(out); err != nil {
+					tb.Error(err)
+					return
+				}
+				if _, err := io.ReadFull(c, in); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		}(c)
+	}
+	wg.Wait()
+}
+
+// streamFor builds the bytes a client sends for codec: frames of random
+// sizes up to maxFrame, total about size bytes. The echo of a stream is the
+// stream itself for raw, length and line.
+func streamFor(codec string, rng *rand.Rand, size, maxFrame int) []byte {
+	var out []byte
+	for len(out) < size {
+		n := rng.IntN(maxFrame + 1)
+		switch codec {
+		case "raw":
+			for i := 0; i < n; i++ {
+				out = append(out, byte(rng.Uint32()))
+			}
+		case "length":
+			out = binary.BigEndian.AppendUint32(out, uint32(n))
+			for i := 0; i < n; i++ {
+				out = append(out, byte(rng.Uint32()))
+			}
+		case "line":
+			for i := 0; i < n; i++ {
+				out = append(out, 'a'+byte(rng.IntN(26)))
+			}
+			out = append(out, '\n')
+		}
+	}
+	return out
+}
+
+// lineConn is a client of the line codec.
+type lineConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *lineConn) line(t testing.TB) string {
+	t.Helper()
+	s, err := c.r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read: %v (got %q)", err, s)
+	}
+	return strings.TrimSuffix(s, "\n")
+}
+
+func dialLine(t testing.TB, addr string, local net.IP) *lineConn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if local != nil {
+		d.LocalAddr = &net.TCPAddr{IP: local}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial from %v: %v", local, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &lineConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// newAdmitter builds an Admitter for tests, failing the test on error.
+func newAdmitter(t testing.TB, cfg admission.Config) *admission.Admitter {
+	t.Helper()
+	a, err := admission.NewAdmitter(cfg)
+	if err != nil {
+		t.Fatalf("NewAdmitter: %v", err)
+	}
+	return a
+}
+
+// poolHandler sleeps for the frame's first byte × 10 ms ('0'..'9'), waits
+// for release to be closed when it is set, then echoes; it records the
+// deadline it saw.
+type poolHandler struct {
+	deadlines chan time.Duration
+	release   chan struct{}
+	started   chan string // if set, each frame as a worker starts it (buffered: never blocks the worker)
+}
+
+func (h *poolHandler) ServeFrame(ctx context.Context, c *Conn, frame []byte) Action {
+	if h.started != nil {
+		select {
+		case h.started <- string(frame):
+		default:
+		}
+	}
+	if d, ok := ctx.Deadline(); ok && h.deadlines != nil {
+		select {
+		case h.deadlines <- time.Until(d):
+		default:
+		}
+	}
+	if len(frame) > 0 && frame[0] >= '0' && frame[0] <= '9' {
+		select {
+		case <-time.After(time.Duration(frame[0]-'0') * 10 * time.Millisecond):
+		case <-ctx.Done():
+			return None
+		}
+	}
+	if h.release != nil {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return None
+		}
+	}
+	if err := c.WriteFrame(frame); err != nil {
+		c.CloseWithError(err)
+	}
+	return None
+}
+
+// doneSending marks sent (a count of frames written) final for
+// readAnswers.
+func doneSending(sent *atomic.Int64) { sent.Add(-1 << 40) }
+
+// readAnswers reads c's answers, counting served and refused ones, until
+// the writer has called doneSending and every frame it sent is answered.
+func readAnswers(t *testing.T, who string, c *lineConn, sent, served, refused *atomic.Int64) {
+	for n := int64(0); ; n++ {
+		if s := sent.Load(); s < 0 && n >= s+1<<40 {
+			return
+		}
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Errorf("%s: %v after %d answers", who, err, n)
+			return
+		}
+		if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
+			refused.Add(1)
+		} else {
+			served.Add(1)
+		}
+	}
+}
+
+// tenantShares drives ten tenants against e (capacity about 2,000
+// frames/s), one of them sending ten times more than each of the others,
+// and checks that the heavy one is served at most twice a light one's
+// mean, with refusals for reason fair (fairRejects reads them).
+func tenantShares(t *testing.T, e *Engine, stagger bool, fairRejects func(*Engine) uint64) {
+	const tenants, run = 10, 1500 * time.Millisecond
+	var served, refused [tenants]atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(run)
+	for i := 0; i < tenants; i++ {
+		every := 4 * time.Millisecond // 250 frames/s each, 2,250/s for the nine light tenants
+		if i == 0 {
+			every = 400 * time.Microsecond // the heavy tenant: 2,500/s
+		}
+		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(2+i)))
+		c.SetDeadline(time.Now().Add(run + 10*time.Second))
+		var sent atomic.Int64
+		wg.Add(2)
+		go func() { // open loop: one frame per tick, whatever the replies
+			defer wg.Done()
+			if stagger { // the light tenants' ticks spread over their period
+				time.Sleep(time.Duration(i) * 4 * time.Millisecond / tenants)
+			}
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for time.Now().Before(stop) {
+				<-tick.C
+				if _, err := c.Write([]byte("x\n")); err != nil {
+					t.Error(err)
+					return
+				}
+				sent.Add(1)
+			}
+			doneSending(&sent) // the reader stops once it has every answer
+		}()
+		go func() {
+			defer wg.Done()
+			readAnswers(t, fmt.Sprintf("tenant %d", i), c, &sent, &served[i], &refused[i])
+		}()
+	}
+	wg.Wait()
+	var lightSum int64
+	for i := 1; i < tenants; i++ {
+		lightSum += served[i].Load()
+	}
+	lightMean := float64(lightSum) / (tenants - 1)
+	heavy := served[0].Load()
+	st := e.Stats().Admission
+	t.Logf("served: heavy %d, light mean %.0f; refused heavy %d; refusals by reason %v, in the pool %v (submitted %d, served %d; cap %v, service %v)", heavy, lightMean, refused[0].Load(), st.Rejects, st.Pool.Rejects, st.Pool.Submitted, st.Pool.Served, st.QueueDelayCap, st.ServiceTime)
+	if lightMean == 0 || float64(heavy) > 2*lightMean {
+		t.Errorf("heavy tenant served %d, light tenants %.0f on average: want at most twice theirs", heavy, lightMean)
+	}
+	if fairRejects(e) == 0 {
+		t.Error("no refusal with reason fair")
+	}
+}
+
+// The test binary re-executes itself (TestMain checks childEnv) to run a
+// server in a separate process: lowering RLIMIT_NOFILE or measuring
+// resident memory must not touch the parent. The child prints "addr HOST:PORT"
+// and then answers one JSON line (childReport) per line it reads on stdin;
+// stdin's end of file shuts it down.
+
+// childReport is what a child says about itself.
+type childReport struct {
+	Stats      Stats
+	CPUNanos   int64 // user + system CPU time of the child so far
+	RSSBytes   int64 // VmRSS
+	Goroutines int
+}
+
+// runChild runs a subprocess role: "emfile" (an echo engine under a
+// RLIMIT_NOFILE a few fds above what it has open), "serve" (an echo engine)
+// or "netserve" (a goroutine-per-connection net echo server, for
+// comparison).
+func runChild(role string) int {
+	var e *Engine
+	var addr string
+	var netConns atomic.Int64 // netserve: connections accepted
+	switch role {
+	case "emfile", "serve", "emfile-policy":
+		begin := func() error {
+			var err error
+			cfg := Config{Loops: 1, AcceptRetryDelay: 100 * time.Millisecond}
+			if role == "emfile-policy" { // the admission gate pauses too (TestEMFILEPolicy)
+				if cfg.Admission, err = childPolicy(); err != nil {
+					return err
+				}
+			}
+			e, err = New(cfg, HandlerFuncs{
+				Frame: func(c *Conn, frame []byte) Action {
+					c.Write(frame)
+					return None
+				},
+			})
+			if err == nil {
+				err = e.Start()
+			}
+			if err == nil {
+				err = checkBackend(e)
+			}
+			return err
+		}
+		if err := begin(); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if role != "serve" {
+			rssBytes() // opens a file: initialises the runtime's poller (two fds) while fds are plentiful
+			fds, _ := os.ReadDir("/proc/self/fd")
+			limit := uint64(len(fds) + 4) // room for a few connections, then EMFILE
+			// io_uring's multishot accept reads RLIMIT_NOFILE when it is
+			// armed, so a limit lowered under an armed one would only apply
+			// at its next arming: that engine, having counted what it opens,
+			// makes way for one started under the lowered limit.
+			uringAccept := e.Backend() == BackendIOURing
+			if uringAccept {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := e.Shutdown(ctx)
+				cancel()
+				if err != nil {
+					fmt.Println("error", err)
+					return 1
+				}
+			}
+			var rl unix.Rlimit
+			unix.Getrlimit(unix.RLIMIT_NOFILE, &rl)
+			rl.Cur = limit
+			if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+			if uringAccept {
+				if err := begin(); err != nil {
+					fmt.Println("error", err)
+					return 1
+				}
+			}
+		}
+		addr = e.Addr().String()
+	case "netserve":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		defer ln.Close()
+		addr = ln.Addr().String()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "netserve: accept:", err)
+					return
+				}
+				netConns.Add(1)
+				go func() { // the raw echo loop of bench/peers (io.Copy would splice through a pipe: 3 fds per connection)
+					defer c.Close()
+					buf := make([]byte, 4096)
+					for {
+						n, err := c.Read(buf)
+						if n > 0 {
+							if _, werr := c.Write(buf[:n]); werr != nil {
+								return
+							}
+						}
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+		}()
+	default:
+		fmt.Println("unknown child role", role)
+		return 2
+	}
+	fmt.Println("addr", addr)
+	sc := bufio.NewScanner(os.Stdin)
+	enc := json.NewEncoder(os.Stdout)
+	for sc.Scan() {
+		if sc.Text() == "gc" {
+			runtime.GC()
+		}
+		var r childReport
+		if e != nil {
+			r.Stats = e.Stats()
+		} else {
+			r.Stats.ConnsOpen = netConns.Load()
+		}
+		var ru unix.Rusage
+		unix.Getrusage(unix.RUSAGE_SELF, &ru)
+		r.CPUNanos = ru.Utime.Nano() + ru.Stime.Nano()
+		r.RSSBytes = rssBytes()
+		r.Goroutines = runtime.NumGoroutine()
+		enc.Encode(r)
+	}
+	if e != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		e.Shutdown(ctx)
+	}
+	return 0
+}
+
+// childPolicy is the admission policy of the "emfile-policy" child.
+func childPolicy() (AdmissionPolicy, error) {
+	adm, err := admission.NewAdmitter(admission.Config{MemoryLimitBytes: -1,
+		Gate: admission.GateConfig{FDPause: 100 * time.Millisecond}})
+	return AdmissionPolicy{Admitter: adm}, err
+}
+
+// rssBytes reads VmRSS from /proc/self/status.
+func rssBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return -1
+}
+
+// child is a running child process.
+type child struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	addr string
+}
+
+func startChild(t testing.TB, role string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+role)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := &child{cmd: cmd, in: in, out: bufio.NewReader(outPipe)}
+	t.Cleanup(ch.stop)
+	line, err := ch.out.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "addr ") {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	ch.addr = strings.TrimSpace(strings.TrimPrefix(line, "addr "))
+	return ch
+}
+
+// report asks the child for a report; cmd "gc" runs a GC first.
+func (ch *child) report(t testing.TB, cmd string) childReport {
+	t.Helper()
+	fmt.Fprintln(ch.in, cmd)
+	line, err := ch.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("child report: %v", err)
+	}
+	var r childReport
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		t.Fatalf("child report %q: %v", line, err)
+	}
+	return r
+}
+
+// stop closes the child's stdin and waits for it (killing it after 10 s).
+func (ch *child) stop() {
+	if ch.in == nil {
+		return
+	}
+	ch.in.Close()
+	ch.in = nil
+	done := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, ch.out)
+		ch.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		ch.cmd.Process.Kill()
+		<-done
+	}
+}
