@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
+	"golang.org/x/sys/unix"
 )
 
 // TestEMFILE: with RLIMIT_NOFILE lowered (in a child process), accept4
@@ -158,4 +159,60 @@ func waitReport(t *testing.T, ch *child, what string, cond func(childReport) boo
 		return cond(r)
 	})
 	return r
+}
+
+// TestAcceptSpread: with SO_REUSEPORT (the default) connections spread over
+// the loops; EPOLLEXCLUSIVE gives them all to the first idle loop, which is
+// why it is not the default. 64 connections, 2 loops: a loop with fewer than
+// 8 has a probability below 1e-8 under a fair hash.
+func TestAcceptSpread(t *testing.T) {
+	h := newTestHandler()
+	e := start(t, Config{Loops: 2}, h)
+	for i := 0; i < 64; i++ {
+		dial(t, e)
+		h.nextOpen(t)
+	}
+	waitStats(t, e, "64 accepted", func(s Stats) bool { return s.Accepted == 64 })
+	for _, l := range e.loops {
+		if n := l.pub[gConns].Load(); n < 8 {
+			t.Errorf("loop %d has %d of 64 connections", l.id, n)
+		}
+	}
+}
+
+// TestAcceptErrnos: errnos map to their labels; unnamed ones to "other".
+func TestAcceptErrnos(t *testing.T) {
+	for _, c := range []struct {
+		en   unix.Errno
+		want string
+	}{
+		{unix.ECONNABORTED, "ECONNABORTED"}, {unix.EPERM, "EPERM"}, {unix.EPROTO, "EPROTO"},
+		{unix.EINVAL, "EINVAL"}, {unix.ENOSPC, "ENOSPC"}, {unix.ENOMEM, "ENOMEM"},
+		{unix.ENETDOWN, "other"}, {0, "other"},
+	} {
+		if got := acceptErrnoOf(c.en).String(); got != c.want {
+			t.Errorf("accept errno %v: %q, want %q", c.en, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		en   unix.Errno
+		want PauseErrno
+	}{{unix.EMFILE, PauseEMFILE}, {unix.ENFILE, PauseENFILE}, {unix.ENOBUFS, PauseENOBUFS}, {unix.ENOMEM, PauseENOMEM}} {
+		if got := pauseErrnoOf(c.en); got != c.want {
+			t.Errorf("pause errno %v: %v, want %v", c.en, got, c.want)
+		}
+	}
+	if s := AcceptErrno(NumAcceptErrnos).String(); s != "AcceptErrno(7)" {
+		t.Errorf("out of range: %q", s)
+	}
+	if s := PauseErrno(NumPauseErrnos).String(); s != "PauseErrno(4)" {
+		t.Errorf("out of range: %q", s)
+	}
+	// the accept4 path and the setup path count through acceptError
+	l := &loop{}
+	l.acceptError(unix.EPERM)
+	l.acceptError(unix.EHOSTUNREACH)
+	if l.st[cAcceptErrors] != 2 || l.st[cAcceptErrnoBase+int(AcceptEPERM)] != 1 || l.st[cAcceptErrnoBase+int(AcceptErrnoOther)] != 1 {
+		t.Errorf("counters %v", l.st[cAcceptErrnoBase:cPauseErrnoBase])
+	}
 }

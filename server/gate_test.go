@@ -1,9 +1,6 @@
 package server
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -68,85 +65,6 @@ func TestMaxConnsGate(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// rejectCodec is a line codec that can answer a refusal in protocol.
-type rejectCodec struct{ lineCodec }
-
-func (rejectCodec) AppendReject(dst, frame []byte, reason string, retryAfter time.Duration) []byte {
-	return fmt.Appendf(dst, "REJECT %s retry-after=%s\n", reason, retryAfter)
-}
-
-// lineCodec: frames are lines, replies are lines.
-type lineCodec struct{}
-
-func (lineCodec) Decode(buf []byte) ([]byte, int, error) {
-	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-		return buf[:i], i + 1, nil
-	}
-	return nil, 0, nil
-}
-
-func (lineCodec) AppendEncode(dst, frame []byte) []byte { return append(append(dst, frame...), '\n') }
-
-// denyX refuses frames that start with "x".
-type denyX struct{ calls int }
-
-func (d *denyX) AdmitFrame(c *Conn, frame []byte, now time.Time) Verdict {
-	d.calls++
-	if len(frame) > 0 && frame[0] == 'x' {
-		return Verdict{Reject: true, Reason: "tenant", RetryAfter: 300 * time.Millisecond}
-	}
-	return Verdict{}
-}
-
-// TestAdmissionSeam: a refused frame never reaches OnFrame; a codec that
-// can say so answers in protocol and the connection stays usable; without
-// one the connection closes with ErrRejected.
-func TestAdmissionSeam(t *testing.T) {
-	t.Run("in-protocol", func(t *testing.T) {
-		h := newTestHandler()
-		e := start(t, Config{Loops: 1, Codec: rejectCodec{}, Admission: AdmitFunc((&denyX{}).AdmitFrame)}, h)
-		c := dial(t, e)
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		c.Write([]byte("a1\nx2\na3\n"))
-		r := bufio.NewReader(c)
-		for i, want := range []string{"a1\n", "REJECT tenant retry-after=300ms\n", "a3\n"} {
-			if got, err := r.ReadString('\n'); err != nil || got != want {
-				t.Fatalf("%d: %q, %v; want %q", i, got, err, want)
-			}
-		}
-		waitUntil(t, 5*time.Second, "stats", func() bool { s := e.Stats(); return s.Rejects == 1 && s.Frames == 3 })
-	})
-	t.Run("close", func(t *testing.T) {
-		h := newTestHandler()
-		e := start(t, Config{Loops: 1, Codec: lineCodec{}, Admission: AdmitFunc((&denyX{}).AdmitFrame)}, h)
-		c := dial(t, e)
-		sc := h.nextOpen(t)
-		c.Write([]byte("x\n"))
-		if cause := h.closeOf(t, sc, 5*time.Second); !errors.Is(cause, ErrRejected) {
-			t.Fatalf("cause %v, want ErrRejected", cause)
-		}
-	})
-}
-
-// TestAcceptSpread: with SO_REUSEPORT (the default) connections spread over
-// the loops; EPOLLEXCLUSIVE gives them all to the first idle loop, which is
-// why it is not the default. 64 connections, 2 loops: a loop with fewer than
-// 8 has a probability below 1e-8 under a fair hash.
-func TestAcceptSpread(t *testing.T) {
-	h := newTestHandler()
-	e := start(t, Config{Loops: 2}, h)
-	for i := 0; i < 64; i++ {
-		dial(t, e)
-		h.nextOpen(t)
-	}
-	waitStats(t, e, "64 accepted", func(s Stats) bool { return s.Accepted == 64 })
-	for _, l := range e.loops {
-		if n := l.pub[gConns].Load(); n < 8 {
-			t.Errorf("loop %d has %d of 64 connections", l.id, n)
-		}
 	}
 }
 
@@ -299,5 +217,95 @@ func TestBacklogReject(t *testing.T) {
 	}
 	if s.Accepted != 2 || s.ConnsOpen != 2 {
 		t.Errorf("accepted %d, open %d; want the budget (2)", s.Accepted, s.ConnsOpen)
+	}
+}
+
+// TestGateClosedTime: the gate's closed time grows while it is closed,
+// stops when it opens, and Draining follows Shutdown.
+func TestGateClosedTime(t *testing.T) {
+	h := newTestHandler()
+	e := start(t, Config{Loops: 1, MaxConns: 1, MaxConnsLow: 0}, h)
+	if s := e.Stats(); s.GateClosedTime != 0 || s.Draining {
+		t.Fatalf("fresh engine: closed time %v, draining %v", s.GateClosedTime, s.Draining)
+	}
+	c := dial(t, e)
+	conn := h.nextOpen(t)
+	waitStats(t, e, "gate closed", func(s Stats) bool { return !s.GateOpen })
+	time.Sleep(30 * time.Millisecond)
+	d1 := e.Stats().GateClosedTime
+	if d1 < 30*time.Millisecond {
+		t.Errorf("closed time %v after 30ms closed", d1)
+	}
+	c.Close()
+	h.closeOf(t, conn, 5*time.Second)
+	s := waitStats(t, e, "gate open", func(s Stats) bool { return s.GateOpen })
+	time.Sleep(20 * time.Millisecond)
+	if d2 := e.Stats().GateClosedTime; d2 != s.GateClosedTime || d2 < d1 {
+		t.Errorf("closed time %v then %v while open (was %v while closed)", s.GateClosedTime, d2, d1)
+	}
+	if err := e.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.Stats(); !s.Draining || s.GateOpen {
+		t.Errorf("after Shutdown: draining %v, gate open %v", s.Draining, s.GateOpen)
+	}
+}
+
+// TestGateTimeSyncRace: transitions racing with their accounting (the
+// gate word changes by CAS, the sync follows) never count an open
+// interval, and GateClosedTime never goes back.
+func TestGateTimeSyncRace(t *testing.T) {
+	e, err := New(Config{Loops: 1}, HandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(t.Context())
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		var last time.Duration
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d := e.gateClosedTime()
+			if d < last {
+				t.Errorf("closed time went back from %v to %v", last, d)
+				return
+			}
+			last = d
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		bit := uint32(1) << (8 + g)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				e.gate.Or(bit)
+				e.gateTimeSync()
+				e.gate.And(^bit)
+				e.gateTimeSync()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	e.gateMu.Lock()
+	at := e.gateClosedAt
+	e.gateMu.Unlock()
+	if at != 0 || e.gate.Load() != 0 {
+		t.Errorf("gate open but closed since %d", at)
+	}
+	d := e.gateClosedTime()
+	time.Sleep(5 * time.Millisecond)
+	if d2 := e.gateClosedTime(); d2 != d {
+		t.Errorf("closed time grows while open: %v then %v", d, d2)
 	}
 }

@@ -3,11 +3,8 @@ package server
 import (
 	"math"
 	"net"
-	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestHistIndex: every finite bucket's bound is the largest value its slot
@@ -164,133 +161,6 @@ func TestHistogramsUnderLoad(t *testing.T) {
 	// every request observation is the duration of its turn
 	if r := h.RequestSeconds; r.Sum <= 0 || r.Sum > float64(frames)*elapsed || r.Sum/float64(frames) > h.LoopTurnSeconds.Sum {
 		t.Errorf("request sum %.6fs for %d frames, turns sum %.6fs", r.Sum, frames, h.LoopTurnSeconds.Sum)
-	}
-}
-
-// TestGateClosedTime: the gate's closed time grows while it is closed,
-// stops when it opens, and Draining follows Shutdown.
-func TestGateClosedTime(t *testing.T) {
-	h := newTestHandler()
-	e := start(t, Config{Loops: 1, MaxConns: 1, MaxConnsLow: 0}, h)
-	if s := e.Stats(); s.GateClosedTime != 0 || s.Draining {
-		t.Fatalf("fresh engine: closed time %v, draining %v", s.GateClosedTime, s.Draining)
-	}
-	c := dial(t, e)
-	conn := h.nextOpen(t)
-	waitStats(t, e, "gate closed", func(s Stats) bool { return !s.GateOpen })
-	time.Sleep(30 * time.Millisecond)
-	d1 := e.Stats().GateClosedTime
-	if d1 < 30*time.Millisecond {
-		t.Errorf("closed time %v after 30ms closed", d1)
-	}
-	c.Close()
-	h.closeOf(t, conn, 5*time.Second)
-	s := waitStats(t, e, "gate open", func(s Stats) bool { return s.GateOpen })
-	time.Sleep(20 * time.Millisecond)
-	if d2 := e.Stats().GateClosedTime; d2 != s.GateClosedTime || d2 < d1 {
-		t.Errorf("closed time %v then %v while open (was %v while closed)", s.GateClosedTime, d2, d1)
-	}
-	if err := e.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if s := e.Stats(); !s.Draining || s.GateOpen {
-		t.Errorf("after Shutdown: draining %v, gate open %v", s.Draining, s.GateOpen)
-	}
-}
-
-// TestGateTimeSyncRace: transitions racing with their accounting (the
-// gate word changes by CAS, the sync follows) never count an open
-// interval, and GateClosedTime never goes back.
-func TestGateTimeSyncRace(t *testing.T) {
-	e, err := New(Config{Loops: 1}, HandlerFuncs{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown(t.Context())
-	stop := make(chan struct{})
-	var readers sync.WaitGroup
-	readers.Add(1)
-	go func() {
-		defer readers.Done()
-		var last time.Duration
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			d := e.gateClosedTime()
-			if d < last {
-				t.Errorf("closed time went back from %v to %v", last, d)
-				return
-			}
-			last = d
-		}
-	}()
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		bit := uint32(1) << (8 + g)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 2000; i++ {
-				e.gate.Or(bit)
-				e.gateTimeSync()
-				e.gate.And(^bit)
-				e.gateTimeSync()
-			}
-		}()
-	}
-	wg.Wait()
-	close(stop)
-	readers.Wait()
-	e.gateMu.Lock()
-	at := e.gateClosedAt
-	e.gateMu.Unlock()
-	if at != 0 || e.gate.Load() != 0 {
-		t.Errorf("gate open but closed since %d", at)
-	}
-	d := e.gateClosedTime()
-	time.Sleep(5 * time.Millisecond)
-	if d2 := e.gateClosedTime(); d2 != d {
-		t.Errorf("closed time grows while open: %v then %v", d, d2)
-	}
-}
-
-// TestAcceptErrnos: errnos map to their labels; unnamed ones to "other".
-func TestAcceptErrnos(t *testing.T) {
-	for _, c := range []struct {
-		en   unix.Errno
-		want string
-	}{
-		{unix.ECONNABORTED, "ECONNABORTED"}, {unix.EPERM, "EPERM"}, {unix.EPROTO, "EPROTO"},
-		{unix.EINVAL, "EINVAL"}, {unix.ENOSPC, "ENOSPC"}, {unix.ENOMEM, "ENOMEM"},
-		{unix.ENETDOWN, "other"}, {0, "other"},
-	} {
-		if got := acceptErrnoOf(c.en).String(); got != c.want {
-			t.Errorf("accept errno %v: %q, want %q", c.en, got, c.want)
-		}
-	}
-	for _, c := range []struct {
-		en   unix.Errno
-		want PauseErrno
-	}{{unix.EMFILE, PauseEMFILE}, {unix.ENFILE, PauseENFILE}, {unix.ENOBUFS, PauseENOBUFS}, {unix.ENOMEM, PauseENOMEM}} {
-		if got := pauseErrnoOf(c.en); got != c.want {
-			t.Errorf("pause errno %v: %v, want %v", c.en, got, c.want)
-		}
-	}
-	if s := AcceptErrno(NumAcceptErrnos).String(); s != "AcceptErrno(7)" {
-		t.Errorf("out of range: %q", s)
-	}
-	if s := PauseErrno(NumPauseErrnos).String(); s != "PauseErrno(4)" {
-		t.Errorf("out of range: %q", s)
-	}
-	// the accept4 path and the setup path count through acceptError
-	l := &loop{}
-	l.acceptError(unix.EPERM)
-	l.acceptError(unix.EHOSTUNREACH)
-	if l.st[cAcceptErrors] != 2 || l.st[cAcceptErrnoBase+int(AcceptEPERM)] != 1 || l.st[cAcceptErrnoBase+int(AcceptErrnoOther)] != 1 {
-		t.Errorf("counters %v", l.st[cAcceptErrnoBase:cPauseErrnoBase])
 	}
 }
 

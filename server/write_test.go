@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/sluicenet/sluice/protocol"
@@ -124,4 +127,57 @@ func TestAvailableBufferInPlace(t *testing.T) {
 		t.Fatalf("queued %q (%d bytes, %d msgs), want %q (%d bytes, 5 msgs)", got, c.outBytes, c.outMsgs, want, len(want))
 	}
 	c.releaseOut()
+}
+
+// TestWriteOwnedReleasedOnce: the release function runs exactly once,
+// whether the bytes were written or the connection closed first.
+func TestWriteOwnedReleasedOnce(t *testing.T) {
+	var released atomic.Int32
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		if err := c.WriteOwned([]byte("owned\n"), func() { released.Add(1) }); err != nil {
+			t.Errorf("WriteOwned: %v", err)
+		}
+		if string(frame) == "close" {
+			return Close
+		}
+		return None
+	}
+	e := start(t, Config{Loops: 1}, h)
+	c := dial(t, e)
+	sc := h.nextOpen(t)
+	c.Write([]byte("x"))
+	r := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "owned\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	waitUntil(t, 5*time.Second, "release", func() bool { return released.Load() == 1 })
+
+	// dropped: a peer that never reads, closed with output queued
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.closeOf(t, sc, 5*time.Second)
+	e2 := start(t, Config{Loops: 1, WriteStallTimeout: 100 * time.Millisecond}, HandlerFuncs{
+		Open: func(c *Conn) Action {
+			big := make([]byte, 200<<10)
+			for i := 0; i < 20; i++ {
+				if c.WriteOwned(big, func() { released.Add(1) }) != nil {
+					released.Add(1) // refused: still ours, count it as released
+				}
+			}
+			return None
+		},
+	})
+	bad, err := dialSmallWindow(e2.Addr().String(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	waitUntil(t, 10*time.Second, "releases after write stall", func() bool { return released.Load() == 21 })
+	time.Sleep(50 * time.Millisecond)
+	if n := released.Load(); n != 21 {
+		t.Errorf("released %d times, want 21", n)
+	}
 }
