@@ -55,13 +55,8 @@ func TestEMFILE(t *testing.T) {
 func dialN(t *testing.T, addr string, n int) []net.Conn {
 	t.Helper()
 	conns := make([]net.Conn, 0, n)
-	for i := 0; i < n; i++ {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatalf("dial %d: %v", i, err)
-		}
-		t.Cleanup(func() { c.Close() })
-		conns = append(conns, c)
+	for range n {
+		conns = append(conns, dialAddr(t, addr))
 	}
 	return conns
 }
@@ -150,7 +145,8 @@ func TestEMFILEPolicy(t *testing.T) {
 	}
 }
 
-// waitReport polls the child until cond holds.
+// waitReport polls the child until cond holds, for up to 10 s (then it
+// stops the test, as waitUntil does), and returns the report that held.
 func waitReport(t *testing.T, ch *child, what string, cond func(childReport) bool) childReport {
 	t.Helper()
 	var r childReport

@@ -104,12 +104,9 @@ func testParkedLoopReads(t *testing.T, startPool func(PoolConfig) *Engine) {
 func waitLoopState(t *testing.T, want, why string) {
 	t.Helper()
 	var got string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if got = loopState(); got == want {
-			return
-		}
+	if !poll(5*time.Second, func() bool { got = loopState(); return got == want }) {
+		t.Fatalf("%s: the sleeping loop is in %q, want %q", why, got, want)
 	}
-	t.Fatalf("%s: the sleeping loop is in %q, want %q", why, got, want)
 }
 
 // loopState returns the scheduler state of the (first) loop goroutine, from

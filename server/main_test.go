@@ -130,9 +130,16 @@ func dialSmallWindow(addr string, rcvbuf int) (*net.TCPConn, error) {
 // dial connects to e and closes the connection at cleanup.
 func dial(t testing.TB, e *Engine) *net.TCPConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", e.Addr().String(), 5*time.Second)
+	return dialAddr(t, e.Addr().String())
+}
+
+// dialAddr connects to addr and closes the connection at cleanup; it fails
+// the test (t.Fatalf) if it cannot connect within 5 s.
+func dialAddr(t testing.TB, addr string) *net.TCPConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		t.Fatalf("dial: %v", err)
+		t.Fatalf("dial %s: %v", addr, err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c.(*net.TCPConn)
@@ -218,30 +225,39 @@ func (h *testHandler) closeOf(t testing.TB, c *Conn, within time.Duration) error
 	}
 }
 
-// waitUntil polls cond every few milliseconds for up to d.
-func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
+// poll calls cond every 2 ms until it holds or d has passed, and reports
+// whether it held. The wait helpers (waitUntil, waitStats, waitReport,
+// waitLoopState) are poll with what they read and how a timeout fails the
+// test.
+func poll(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+			return false
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+// waitUntil polls cond every few milliseconds for up to d, and stops the
+// test (t.Fatalf) if it never holds.
+func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if !poll(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
 	}
 }
 
 // waitStats waits until the engine's counters (published once per loop
-// turn) satisfy cond, and returns them.
+// turn) satisfy cond, and returns them. If they do not within 5 s it fails
+// the test with t.Errorf, not t.Fatalf, and returns the last ones read: the
+// callers' further checks still run.
 func waitStats(t testing.TB, e *Engine, what string, cond func(Stats) bool) Stats {
 	t.Helper()
 	var s Stats
-	deadline := time.Now().Add(5 * time.Second)
-	for s = e.Stats(); !cond(s); s = e.Stats() {
-		if time.Now().After(deadline) {
-			t.Errorf("stats never showed %s: %+v", what, s)
-			return s
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !poll(5*time.Second, func() bool { s = e.Stats(); return cond(s) }) {
+		t.Errorf("stats never showed %s: %+v", what, s)
 	}
 	return s
 }
