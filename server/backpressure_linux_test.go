@@ -39,7 +39,12 @@ func TestEchoSlowReaderBackpressure(t *testing.T) {
 				conn.Write(want)
 				conn.CloseWrite()
 			}()
-			time.Sleep(300 * time.Millisecond) // let the server's socket and queue fill
+			// let the server's socket and queue fill: read nothing until it
+			// has armed EPOLLOUT and paused a reader (a sleep instead was too
+			// short for a loaded machine)
+			if !poll(20*time.Second, func() bool { s := e.Stats(); return s.OutArms > 0 && s.Pauses > 0 }) {
+				t.Errorf("conn %d: no EPOLLOUT arm and paused read in 20s of not reading: %+v", i, e.Stats())
+			}
 			got, err := io.ReadAll(conn)
 			if err != nil {
 				t.Errorf("conn %d: read: %v; stats %+v", i, err, e.Stats())
