@@ -11,7 +11,7 @@ import (
 
 // ServerSluiceShedDefault is cmd/echo with -shed and nothing else: the
 // engine derives its queueing-delay caps from the handler time it measures
-// (docs/OVERLOAD.md, "Shedding by default"). It is the server the overload
+// (docs/OVERLOAD.md#the-law). It is the server the overload
 // matrix holds to its targets.
 const ServerSluiceShedDefault = "sluice-shed-default"
 

@@ -18,7 +18,7 @@ var engineAdmMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.Admission.BacklogRejects) }},
 	{"sluice_admission_policy_enabled", "1 when the engine runs an admission policy (Config.Admission is an AdmissionPolicy), whose state the sluice_admission_* metrics show.", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return b2f(s.Admission.Enabled) }},
-	{"sluice_queue_delay_cap_seconds", "The derived short cap on a frame's queueing delay on the loop (2 × the handlers' average service time, 1.5 ms to 1 s; the largest over the loops); 0 unless AdmissionPolicy.MaxQueueDelay is derived.", prometheus.GaugeValue,
+	{"sluice_queue_delay_cap_seconds", "The derived short cap on a frame's queueing delay on the loop (2 × the handlers' average service time, 0.7 ms to 1 s on a loop, from 0.5 ms in the worker pool; the largest over the loops); 0 unless AdmissionPolicy.MaxQueueDelay is derived.", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return s.Admission.QueueDelayCap.Seconds() }},
 	{"sluice_handler_service_seconds", "The average inline handler time per frame the derived queueing-delay cap follows (of the loop with the largest cap); 0 unless the cap is derived.", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return s.Admission.ServiceTime.Seconds() }},
