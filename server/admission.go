@@ -277,6 +277,15 @@ type AdmissionStats struct {
 	// AdmissionPolicy.MaxQueueDelay and PoolConfig.CoDel); zero unless a
 	// cap is derived.
 	QueueDelayCap, ServiceTime time.Duration
+	// RefuseShare is the part of a loop's busy time its last busy window
+	// spent on frames it refused (the largest over the loops), from 0 to
+	// 1; past shed.RefuseSharePermille the loop rations its reads.
+	// RationHolds counts the reads it held back because they brought only
+	// refusals, and HeldConns the connections held back now (see
+	// docs/OVERLOAD.md#rationed-reads). Zero unless a cap is derived.
+	RefuseShare float64
+	RationHolds uint64
+	HeldConns   int64
 	// Pool is the worker pool's state; zero without a pool.
 	Pool PoolStats
 	// Policy is Admitter.Stats (zero without a policy): load, pressure,
@@ -293,6 +302,8 @@ func (e *Engine) admissionStats(sum *counters, queuedBytes int64) AdmissionStats
 		InflightReqs:     int64(sum[gInflight]),
 		AcceptQueueDepth: int64(sum[gAcceptDepth]),
 		AcceptQueueLimit: int64(sum[gAcceptLimit]),
+		RationHolds:      sum[cRationHolds],
+		HeldConns:        int64(sum[gHeldConns]),
 	}
 	for i := range s.Rejects {
 		s.Rejects[i] = sum[cRefusedBase+i]
@@ -301,6 +312,7 @@ func (e *Engine) admissionStats(sum *counters, queuedBytes int64) AdmissionStats
 		s.RejectsByPriority[i] = sum[cRefusedPrioBase+i]
 	}
 	for _, l := range e.loops {
+		s.RefuseShare = max(s.RefuseShare, float64(l.pub[gRefuseShare].Load())/1000)
 		if c := time.Duration(l.pub[gDelayCap].Load()); c > s.QueueDelayCap {
 			s.QueueDelayCap, s.ServiceTime = c, time.Duration(l.pub[gServiceNanos].Load())
 		}

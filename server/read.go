@@ -37,6 +37,7 @@ func (l *loop) readConn(c *Conn, edge bool) {
 	if len(c.in) > 0 && c.flags&fPartial == 0 { // frames held back by backpressure or MaxFramesPerTurn
 		l.consume(c, c.in, true)
 		if !c.readable() || c.flags&fHeld != 0 {
+			l.shed.readEnd(c, 0, false) // what these frames cost, as a read's
 			return
 		}
 	}

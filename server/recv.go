@@ -101,6 +101,7 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 // nothing held any more, the end of file the recv reported is seen, or the
 // recv is armed for more.
 func (l *loop) recvResume(c *Conn, edge bool) {
+	defer l.shed.readEnd(c, 0, false) // what the frames fed here cost, as a read's
 	if len(c.in) > 0 && c.flags&(fPartial|fDeferred) == 0 && c.readable() {
 		c.newReadTurn()
 		l.consume(c, c.in, true)

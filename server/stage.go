@@ -59,11 +59,14 @@ type stage struct {
 	auto       bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
 	timed      bool  // auto with inline handlers: time each handler call (afterFrame)
 
-	caps    shed.Caps  // auto: the service time and the caps C and L derived from it
-	busy    shed.Busy  // auto: the overload judgement
-	fair    *shed.Fair // auto without a tenant quota: max-min shares while overloaded
-	admitAt int64      // auto: clock at the last admission, start of the handler's time
-	doneAt  int64      // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
+	caps    shed.Caps   // auto: the service time and the caps C and L derived from it
+	busy    shed.Busy   // auto: the overload judgement
+	fair    *shed.Fair  // auto without a tenant quota: max-min shares while overloaded
+	ration  shed.Ration // auto: what refusing costs the loop, and the rationed reads' hold
+	rd      readAccount // auto: the read being dispatched, for ration
+	held    heldList    // auto: connections not read while the loop rations (rationRead)
+	admitAt int64       // auto: clock at the last admission, start of the handler's time
+	doneAt  int64       // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -102,10 +105,12 @@ type connStage struct {
 	waitsUntil int64     // until then its refusals get the short hold: the peer waited for them
 	lazyAt     int64     // the turn that put it on its lazy list
 	slowAt     int64     // when a connection on the slow list is read
+	heldUntil  int64     // when a rationed connection is read again (sRationed)
 	pace       shed.Pace // with longPark: its time between frames, sparse or dense
 	prevLazy   *connStage
 	nextLazy   *connStage
 	nextSlow   *connStage
+	nextHeld   *connStage
 }
 
 // stageFlag is a connection's admission state.
@@ -118,6 +123,8 @@ const (
 	sQuota                          // on the slow list for its tenant's byte quota: read at slowAt only
 	sLong                           // its refusals get the long hold (holdRejects)
 	sLongPark                       // on the slow list until its held refusals are written (deferRead); an idle loop does not read it early
+	sRationed                       // not read until heldUntil: its reads brought only refusals while the loop rations (rationRead)
+	sReleased                       // its hold just ended: the next read may refuse everything without a new hold, and its refusals go out at once
 )
 
 // newStage builds loop l's stage from its Admission.
@@ -219,7 +226,10 @@ func (s *stage) noteIdle() {
 			s.fair.AddIdle(d)
 		}
 	}
-	s.busy.Judge(s.v.now, s.caps.Short())
+	if busy, closed := s.busy.Judge(s.v.now, s.caps.Short()); closed {
+		s.ration.Judge(busy, s.busy.Overloaded())
+		s.st[gRefuseShare] = uint64(s.ration.Share())
+	}
 }
 
 // afterFrame is the hook after an inline handler returned (timed stages
@@ -229,6 +239,7 @@ func (s *stage) noteIdle() {
 func (s *stage) afterFrame() {
 	t := s.e.clock()
 	s.caps.Observe(t - s.admitAt)
+	s.served(t-s.admitAt, s.frame.Priority)
 	s.lp.SetCoDelTarget(s.caps.Target())
 	s.doneAt = t // the next frame of this read is admitted at this reading, not another
 }
@@ -303,6 +314,9 @@ func (s *stage) afterWait(prev int64) {
 	}
 	if s.lazyDue != 0 {
 		s.releaseLazy()
+	}
+	if s.held.head != nil {
+		s.releaseHeld()
 	}
 	if s.lp == nil {
 		return
@@ -388,6 +402,8 @@ func (s *stage) acceptError(en errno) {
 // wakes it, turnEnd) rather than spin through empty turns.
 func (s *stage) idle() bool {
 	switch {
+	case s.held.head != nil:
+		s.held.now = true // rationing is for a loop short of time: this one has some
 	case s.slowEarly > 0:
 		s.slowNow = true
 	case s.slowLong > 0 && s.overloaded():
@@ -419,6 +435,10 @@ func (s *stage) turnEnd(load admission.LoopLoad, sampleAt int64) int64 {
 	if s.slowDue != 0 {
 		next = min(next, s.slowDue)
 	}
+	if due := s.heldDue(); due != 0 {
+		next = min(next, due)
+	}
+	s.st[gHeldConns] = uint64(s.held.n)
 	return next
 }
 

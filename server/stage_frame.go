@@ -120,6 +120,9 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter time.Duration) {
 	s.st.refused(r)
 	s.st[cRefusedPrioBase+int(s.frame.Priority)]++
+	if s.frame.Priority == admission.PriorityCritical {
+		s.rd.crit = true // a read that refuses a critical frame is not held: it would age the next
+	}
 	s.act.answerReject(c, frame, r.String(), retryAfter)
 	if (r == admission.ReasonGlobal || r == admission.ReasonMemory) && c.outBytes > 0 && c.flags&fClosed == 0 {
 		c.pauseRead()

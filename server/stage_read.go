@@ -27,7 +27,7 @@ func (s *stage) beforeRead(c *Conn, edge bool) bool {
 	if a == nil {
 		return true
 	}
-	if a.flags&sSlow != 0 {
+	if a.flags&(sSlow|sRationed) != 0 {
 		return false
 	}
 	if !c.readable() {
@@ -41,6 +41,10 @@ func (s *stage) beforeRead(c *Conn, edge bool) bool {
 	}
 	if s.shedDelay {
 		s.since = s.arrivalBound(a, false)
+	}
+	s.openRead(c)
+	if s.auto {
+		s.startRead(c, s.e.clock()) // frames held in c.in are dispatched first
 	}
 	return true
 }
@@ -69,6 +73,13 @@ func (s *stage) deferRead(c *Conn, a *connStage) bool {
 		a.drainedAt = s.arrivalBound(a, true)
 	}
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
+	if s.ration.On() {
+		// refusing takes too much of the loop: not read for the ration's
+		// hold rather than RejectFlushDelay (docs/OVERLOAD.md#rationed-reads)
+		s.hold(a, a.drainedAt)
+		s.st[cSlowReads]++
+		return true
+	}
 	at := s.v.now + s.rejDelay
 	if s.parksLong() && a.flags&(sLazy|sLong) == sLazy|sLong && a.pace.Sparse() {
 		// A sparse connection whose refusals wait on the long hold: read
@@ -103,11 +114,16 @@ func (s *stage) readStart(c *Conn, edge bool) int64 {
 	if a == nil {
 		return 0
 	}
+	s.openRead(c)
 	if s.v.recvMode {
 		s.recvStart(a, edge)
+		if s.auto {
+			s.startRead(c, s.e.clock())
+		}
 		return 0
 	}
 	t0 := s.e.clock()
+	s.startRead(c, t0)
 	s.since = s.arrivalBound(a, edge)
 	return t0
 }
@@ -154,6 +170,7 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 	if s.parksLong() {
 		a.pace.Read(s.v.now)
 	}
+	s.rationRead(c, a)
 	if t0 != 0 {
 		if drained && c.flags&(fHeld|fClosed) == 0 && (len(c.in) == 0 || c.flags&fPartial != 0) {
 			a.drainedAt = t0
@@ -166,7 +183,7 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 		return
 	}
 	s.readOver = false
-	if c.flags&fClosed != 0 || a.flags&sSlow != 0 {
+	if c.flags&fClosed != 0 || a.flags&(sSlow|sRationed) != 0 {
 		return
 	}
 	a.flags &^= sFresh

@@ -180,6 +180,7 @@ const (
 	cFramesHeld     // dispatches stopped by MaxFramesPerTurn
 	cBacklogRejects // connections accepted only to be refused (GateRejecting)
 	cEarlySubmits   // io_uring submissions of a turn's sends before its end (submitEarly)
+	cRationHolds    // reads held back because they brought only refusals while the loop rationed (stage_ration.go)
 	// gauges, set at publish (the accept queue's when sampled)
 	gConns
 	gReadyLen
@@ -191,6 +192,8 @@ const (
 	gAcceptLimit
 	gDelayCap                                                   // the derived queueing-delay cap C (ns)
 	gServiceNanos                                               // the average handler time per frame the cap derives from (ns)
+	gRefuseShare                                                // the last busy window's share of refused frames in the loop's busy time (permille)
+	gHeldConns                                                  // connections whose reads the loop holds back (rationed reads)
 	cAcceptErrnoBase                                            // AcceptErrors by AcceptErrno
 	cPauseErrnoBase  = cAcceptErrnoBase + int(NumAcceptErrnos)  // AcceptPauses by PauseErrno
 	cClosedBase      = cPauseErrnoBase + int(NumPauseErrnos)    // Closed by CloseCause

@@ -39,10 +39,12 @@ func (b *Busy) Slept(now, d int64) {
 }
 
 // Judge closes the window when it is due at now, judging it busy or not,
-// and starts the next, of max(BusyWindow, 5·c) for the cap c (C).
-func (b *Busy) Judge(now, c int64) {
+// and starts the next, of max(BusyWindow, 5·c) for the cap c (C). closed
+// reports that it did; busy is then the time the loop was awake in the
+// window it closed.
+func (b *Busy) Judge(now, c int64) (busy int64, closed bool) {
 	if now < b.winEnd {
-		return
+		return 0, false
 	}
 	w := max(BusyWindow, busyPerCap*c)
 	span := now - (b.winEnd - w) // the window, stretched by a long sleep at its end
@@ -50,8 +52,10 @@ func (b *Busy) Judge(now, c int64) {
 	if b.hot {
 		need = coolPermille
 	}
-	b.hot = (span-b.idle)*1000 >= need*span
+	busy = max(0, span-b.idle)
+	b.hot = busy*1000 >= need*span
 	b.idle, b.winEnd = 0, now+w
+	return busy, true
 }
 
 // WindowEnd returns when the current window is judged.

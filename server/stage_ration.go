@@ -1,0 +1,157 @@
+package server
+
+import (
+	"github.com/sluicenet/sluice/admission"
+	"github.com/sluicenet/sluice/admission/shed"
+)
+
+// Rationed reads (docs/OVERLOAD.md#rationed-reads): the stage times the
+// frames it refuses, read by read, and once refusing takes more than
+// shed.RefuseSharePermille of the loop's busy time (shed.Ration), a
+// connection whose read brought only refusals is not read for the
+// ration's hold. What it sends meanwhile waits in the kernel, dated from
+// the hold, and is refused in one read and one write when the hold ends
+// (or when the loop would otherwise sleep).
+
+// readAccount is what one read's frames cost: the refusals and frames the
+// loop counted before it (so their difference is the read's), when it
+// began, and how long its admitted frames' handlers ran. A read is known
+// by its connection and its turn; one not closed by readEnd is dropped by
+// the next.
+type readAccount struct {
+	c       *Conn
+	turn    int64 // the turn clock the read began in
+	t0      int64 // clock at its start (0: not yet read)
+	rej0    uint64
+	frames0 uint64
+	serve   int64 // handler time of its admitted frames
+	crit    bool  // a critical frame was among them
+}
+
+// heldList is the rationed connections in the order they were held, so
+// its front is (about) the first due: every hold lasts the ration's hold,
+// which changes only once per busy window.
+type heldList struct {
+	head, tail *connStage
+	n          int32
+	now        bool // the loop had nothing else to do: read the first shed.IdleParkReads at the next turn start
+}
+
+// openRead starts accounting for a read of c unless one is open for c in
+// this turn already (recv mode opens it at readStart, before beforeRead).
+func (s *stage) openRead(c *Conn) {
+	if !s.auto || s.rd.c == c && s.rd.turn == s.v.now {
+		return
+	}
+	s.rd = readAccount{c: c, turn: s.v.now, rej0: s.st[cRejects], frames0: s.st[cFrames]}
+}
+
+// startRead dates the open read's start at t, if not dated yet.
+func (s *stage) startRead(c *Conn, t int64) {
+	if s.auto && s.rd.c == c && s.rd.t0 == 0 {
+		s.rd.t0 = t
+	}
+}
+
+// served adds an admitted frame's handler time to the open read.
+func (s *stage) served(d int64, p admission.Priority) {
+	s.rd.serve += d
+	if p == admission.PriorityCritical {
+		s.rd.crit = true
+	}
+}
+
+// rationRead closes c's read: the share of its time (less its handlers')
+// that its refused frames took is charged to the ration, and while the
+// loop rations, a read that brought only refusals holds c (hold). The
+// read that ends a hold refuses what waited in one batch and holds
+// nothing, so that c's next frames, sent on its refusals, may be served.
+// A read with nothing refused costs no clock reading.
+func (s *stage) rationRead(c *Conn, a *connStage) {
+	rd := &s.rd
+	if !s.auto || rd.c != c {
+		return
+	}
+	rd.c = nil
+	rej := s.st[cRejects] - rd.rej0
+	if rej == 0 {
+		a.flags &^= sReleased
+		return
+	}
+	frames := max(s.st[cFrames]-rd.frames0, rej)
+	if rd.t0 != 0 {
+		s.ration.Refused((s.e.clock() - rd.t0 - rd.serve) * int64(rej) / int64(frames))
+	}
+	released := a.flags&sReleased != 0
+	a.flags &^= sReleased
+	if released {
+		c.flags &^= fRejOnly // the batch the hold gathered goes out with this turn
+	}
+	if !s.ration.On() || rej < frames || rd.crit || released || s.v.draining ||
+		c.flags&fClosed != 0 || c.closing != nil || a.flags&(sSlow|sRationed) != 0 {
+		return
+	}
+	s.hold(a, s.v.now)
+}
+
+// hold takes c off the reads for the ration's hold. Its next bytes are
+// dated from since at the latest: they are not proven younger whatever
+// edge reports them.
+func (s *stage) hold(a *connStage, since int64) {
+	a.flags = a.flags&^sFresh | sRationed
+	a.c.flags |= fDeferred
+	a.drainedAt = min(a.drainedAt, since)
+	a.heldUntil = s.v.now + s.ration.Hold()
+	a.nextHeld = nil
+	if s.held.tail == nil {
+		s.held.head = a
+	} else {
+		s.held.tail.nextHeld = a
+	}
+	s.held.tail = a
+	s.held.n++
+	s.st[cRationHolds]++
+}
+
+// releaseHeld moves the rationed connections whose hold is over to the
+// ready list, from the front of the held list: all of them when the loop
+// drains, and shed.IdleParkReads more when it had nothing else to do (their
+// waiting frames are refused in one batch; the frames their peers send on
+// those refusals are fresh, so the loop pulls work in as it has room).
+func (s *stage) releaseHeld() {
+	early := 0
+	if s.held.now {
+		early = shed.IdleParkReads
+	}
+	s.held.now = false
+	for a := s.held.head; a != nil; a = s.held.head {
+		if !s.v.draining && s.v.now < a.heldUntil {
+			if early == 0 {
+				return
+			}
+			early--
+		}
+		s.held.head = a.nextHeld
+		if s.held.head == nil {
+			s.held.tail = nil
+		}
+		a.nextHeld = nil
+		s.held.n--
+		c := a.c
+		a.flags &^= sRationed
+		c.flags &^= fDeferred
+		if c.flags&fClosed != 0 || s.of(c) != a {
+			continue
+		}
+		a.flags |= sReleased
+		s.act.ready(c, fNeedRead)
+	}
+}
+
+// heldDue returns when the first rationed connection's hold ends (0: none).
+func (s *stage) heldDue() int64 {
+	if s.held.head == nil {
+		return 0
+	}
+	return s.held.head.heldUntil
+}
