@@ -9,7 +9,9 @@
 // judgement over a busy window with hysteresis (Busy), the cap a frame of
 // each priority gets (Caps.For), max-min fair shares between tenants
 // (Fair), the worker pool's predicted wait (PredictedLong), and the
-// holding of refusals and parking of reads (Hold, PeerWaits, Pace). CoDel
+// holding of refusals and parking of reads (Hold, PeerWaits, Pace), and
+// the bound on what refusing may cost a loop before it rations its reads
+// (Ration). CoDel
 // itself, tenant quotas and the listen gate are package admission's.
 //
 // It refuses to own mechanism: it touches no socket, loop, list or
