@@ -101,7 +101,11 @@ func (s *stage) hold(a *connStage, since int64) {
 	a.flags = a.flags&^sFresh | sRationed
 	a.c.flags |= fDeferred
 	a.drainedAt = min(a.drainedAt, since)
-	a.heldUntil = s.v.now + s.ration.Hold()
+	h := s.ration.Hold()
+	if s.classify != nil {
+		h = min(h, s.rejDelay) // a critical frame sent meanwhile must not wait past L
+	}
+	a.heldUntil = s.v.now + h
 	a.nextHeld = nil
 	if s.held.tail == nil {
 		s.held.head = a

@@ -73,9 +73,10 @@ func (s *stage) deferRead(c *Conn, a *connStage) bool {
 		a.drainedAt = s.arrivalBound(a, true)
 	}
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
-	if s.ration.On() {
+	if s.ration.On() && s.classify == nil {
 		// refusing takes too much of the loop: not read for the ration's
-		// hold rather than RejectFlushDelay (docs/OVERLOAD.md#rationed-reads)
+		// hold rather than RejectFlushDelay (docs/OVERLOAD.md#rationed-reads);
+		// with classes a critical frame among the bytes must not wait past L
 		s.hold(a, a.drainedAt)
 		s.st[cSlowReads]++
 		return true
