@@ -51,14 +51,16 @@ type Response struct {
 // pipelined connections (responses are matched by request id and may
 // arrive in any order), gives each call one absolute deadline across all
 // its attempts, and applies the resilience policies of its Config: retries
-// within a budget, a breaker, hedging for idempotent calls, a cap on
-// attempts in flight. A Client is safe for concurrent use.
+// within a budget, adaptive client-side throttling, a breaker, hedging for
+// idempotent calls, a cap on attempts in flight. A Client is safe for
+// concurrent use.
 type Client struct {
 	cfg      Config
 	pool     *pool
 	retrier  resilience.Retrier
 	hedger   *resilience.Hedger
 	bulkhead *resilience.Bulkhead
+	throttle *resilience.Throttle // nil with Config.NoThrottle
 	clock    resilience.Clock
 	ids      atomic.Uint64
 	closed   atomic.Bool
@@ -100,6 +102,13 @@ func New(cfg Config) (*Client, error) {
 		c.clock = resilience.SystemClock
 	}
 	c.cfg.Budget = budget
+	if !cfg.NoThrottle {
+		if c.throttle = cfg.Throttle; c.throttle == nil {
+			if c.throttle, err = resilience.NewThrottle(resilience.ThrottleConfig{}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if cfg.Hedge != nil {
 		hc := *cfg.Hedge
 		hc.Budget, hc.Clock = budget, cfg.Clock
@@ -127,7 +136,8 @@ func (c *Client) Call(ctx context.Context, method string, payload []byte) ([]byt
 // the server the time left. Idempotent calls are hedged when Config.Hedge is
 // set, and retried otherwise. A failure is a *resilience.RetryError whose
 // Err is the last attempt's error (a *StatusError when the server answered);
-// a deadline that passes matches os.ErrDeadlineExceeded.
+// a deadline that passes matches os.ErrDeadlineExceeded; an attempt the
+// client's throttle refused matches ErrThrottled.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -228,13 +238,17 @@ func (c *Client) gatedAttempt(ctx context.Context, lc *logicalCall) (*Response, 
 	}
 	resp, err := c.attempt(ctx, lc)
 	end := c.clock.Now()
-	br.Record(end, t, end.Sub(start), resilience.Classify(err).Outcome())
+	o := resilience.Classify(err).Outcome()
+	if errors.Is(err, resilience.ErrThrottled) {
+		o = resilience.OutcomeIgnored // as Retrier.Do: nothing reached the server
+	}
+	br.Record(end, t, end.Sub(start), o)
 	return resp, err
 }
 
-// attempt sends the request once, on a pooled connection, and turns the
+// send sends the request once, on a pooled connection, and turns the
 // answer into a Response or an error that classifies itself.
-func (c *Client) attempt(ctx context.Context, lc *logicalCall) (*Response, error) {
+func (c *Client) send(ctx context.Context, lc *logicalCall) (*Response, error) {
 	if err := c.bulkhead.Acquire(ctx); err != nil {
 		return nil, err
 	}

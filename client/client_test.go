@@ -113,7 +113,9 @@ func TestDeadlineAcrossRetries(t *testing.T) {
 	s := newEnvServer(t, func(r *replier) { r.reject(envelope.StatusUnavailable, 0, false) })
 	policy := resilience.RetryPolicy{MaxAttempts: 100, Backoff: resilience.Backoff{Base: 20 * time.Millisecond, Max: 40 * time.Millisecond, Jitter: resilience.JitterEqual}}
 	budget, _ := resilience.NewBudget(resilience.BudgetConfig{MaxTokens: 1000})
-	c := newClient(t, Config{Addr: s.addr(), Retry: policy, Budget: budget})
+	// Up to 31 refused attempts in one call: past the throttle's 20-request
+	// floor, which would end the call early; this test is about deadlines.
+	c := newClient(t, Config{Addr: s.addr(), Retry: policy, Budget: budget, NoThrottle: true})
 	begin := time.Now() // before the deadline is set: took below runs from no later
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -485,7 +487,10 @@ func TestRetryBudgetEndToEnd(t *testing.T) {
 		}
 		r.ok("")
 	})
-	c := newClient(t, Config{Addr: s.addr(), Retry: resilience.RetryPolicy{MaxAttempts: 5, Backoff: fast.Backoff}})
+	// The budget alone: with the throttle on, it refuses most calls itself
+	// at 80% refusals (0.3× reached the server) and the budget is not what
+	// is measured (TestThrottleRetryBudget is the two together).
+	c := newClient(t, Config{Addr: s.addr(), Retry: resilience.RetryPolicy{MaxAttempts: 5, Backoff: fast.Backoff}, NoThrottle: true})
 	const calls = 300
 	ok := 0
 	for range calls {

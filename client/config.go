@@ -29,8 +29,9 @@ const (
 // Config configures a Client. The zero value (with Addr set) keeps two
 // pipelined connections, allows 1024 calls in flight, gives each call 5 s
 // unless its context says otherwise, retries up to 3 attempts within a
-// default retry budget, generates an idempotency key for every call not
-// marked idempotent, and has no breaker and no hedging.
+// default retry budget, throttles itself adaptively (K = 2 over two
+// minutes), generates an idempotency key for every call not marked
+// idempotent, and has no breaker and no hedging.
 type Config struct {
 	// Addr is the server's "host:port". Required.
 	Addr string
@@ -73,12 +74,24 @@ type Config struct {
 	// and hedges; nil means a budget with the default settings. Share one
 	// Budget between Clients to the same destination.
 	Budget *resilience.Budget
+	// Throttle is the adaptive client-side throttle for this destination:
+	// every attempt asks it first and is refused locally with ErrThrottled
+	// with probability max(0, (requests − K·accepts)/(requests + 1)) over
+	// its window (docs/CLIENT.md#client-side-throttling). nil means one
+	// with the default settings (K = 2, two minutes, no refusal before 20
+	// requests). Share one Throttle between Clients to the same destination.
+	Throttle *resilience.Throttle
+	// NoThrottle switches client-side throttling off: every attempt is
+	// sent, and Throttle is ignored. A ThrottleConfig with a negative K
+	// instead keeps the counts (ThrottleStats) without ever refusing.
+	NoThrottle bool
 	// Breaker, if set, gates every attempt.
 	Breaker *resilience.Breaker
 	// Hedge, if set, hedges calls marked idempotent (and only those); its
 	// Budget and Clock are replaced by the Client's.
 	Hedge *resilience.HedgeConfig
-	// Clock times retry waits and hedges; nil means resilience.SystemClock.
+	// Clock times retry waits and hedges and dates the throttle's counts;
+	// nil means resilience.SystemClock.
 	Clock resilience.Clock
 }
 

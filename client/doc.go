@@ -1,9 +1,9 @@
 // Package client is a Go client for the sluice envelope
 // (protocol/envelope): a small pool of pipelined connections, one absolute
 // deadline per call across all its attempts, and the resilience package's
-// policies built in: retries within a per-destination budget, an optional
-// circuit breaker, hedging for calls marked idempotent, and a cap on
-// attempts in flight.
+// policies built in: retries within a per-destination budget, adaptive
+// client-side throttling, an optional circuit breaker, hedging for calls
+// marked idempotent, and a cap on attempts in flight.
 //
 // The package owns connections, request ids (responses are matched by id
 // and may arrive in any order), the per-call deadline sent to the server as
@@ -19,6 +19,18 @@
 // when the call is idempotent or keyed, also failed responses with those
 // statuses and transport failures after the write. A no-retry flag from the
 // server stops retries at once.
+//
+// Throttling (on by default; docs/CLIENT.md#client-side-throttling): the
+// client keeps, over the last two minutes, its requests (attempts, those it
+// refused included) and the server's accepts (answers that are not an
+// overload refusal), and refuses an attempt itself, with ErrThrottled, with
+// probability max(0, (requests − 2·accepts)/(requests + 1)) once the window
+// holds 20 requests: Google's SRE book's adaptive throttling. A client
+// facing a server that refuses everything sends it a trickle instead of
+// every attempt, and the refusals cost the server nothing. ErrThrottled is
+// not retried, and the retry budget counts it as a failed attempt
+// (Budget.LocalRefusals). Config.NoThrottle switches it off;
+// Config.Throttle tunes or shares it; Client.ThrottleStats shows it.
 //
 // Sketch:
 //

@@ -76,12 +76,14 @@ func (c BudgetConfig) maxTokens() float64 {
 //
 // A caller brackets each logical call with Begin and End, asks TryRetry
 // before each retry or hedge (and calls EndRetry when that attempt ends),
-// and Records every attempt's outcome. Budget is safe for concurrent use,
-// lock-free, and allocates nothing after NewBudget.
+// and Records every attempt's outcome, or RecordLocalRefusal for one its
+// Throttle refused. Budget is safe for concurrent use, lock-free, and
+// allocates nothing after NewBudget.
 type Budget struct {
 	tokens     atomic.Int64 // thousandths of a token
 	inflight   atomic.Int64
 	retries    atomic.Int64
+	refusals   atomic.Int64 // RecordLocalRefusal calls
 	maxTokens  int64
 	threshold  int64
 	earn       int64
@@ -175,6 +177,20 @@ func (b *Budget) Record(o Outcome) {
 		}
 	}
 }
+
+// RecordLocalRefusal records an attempt that a Throttle refused before it
+// was sent (ErrThrottled): it costs a token like a failure, earns nothing,
+// and is counted in LocalRefusals. It stands for an attempt the destination
+// would most likely have refused, so while the throttle refuses, retries
+// stay off too; see docs/CLIENT.md#the-retry-budget-and-local-refusals.
+func (b *Budget) RecordLocalRefusal() {
+	b.refusals.Add(1)
+	b.Record(OutcomeFailure)
+}
+
+// LocalRefusals returns how many attempts RecordLocalRefusal has recorded
+// since NewBudget.
+func (b *Budget) LocalRefusals() int64 { return b.refusals.Load() }
 
 // Tokens returns the current token count.
 func (b *Budget) Tokens() float64 { return float64(b.tokens.Load()) / tokenScale }

@@ -28,8 +28,10 @@ func (r *Retrier) Validate() error { return r.Policy.Validate() }
 // Do calls fn until it succeeds or the policy says stop, and returns nil or
 // a *RetryError carrying the reason and the last error. Each attempt after
 // the first must pass the budget; every attempt must pass the breaker; each
-// outcome is recorded in both. Waits end early when ctx is done. fn must
-// honour ctx.
+// outcome is recorded in both, except that an attempt fn refused with
+// ErrThrottled (a Throttle's local refusal) is recorded in the budget with
+// RecordLocalRefusal and not in the breaker. Waits end early when ctx is
+// done. fn must honour ctx.
 func (r *Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	clk := clockOr(r.Clock)
 	deadline, _ := ctx.Deadline()
@@ -63,11 +65,22 @@ func (r *Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) er
 			r.Budget.EndRetry()
 		}
 		o := r.Policy.classify(err).Outcome()
+		local := throttled(err)
 		if r.Breaker != nil {
-			r.Breaker.Record(end, ticket, end.Sub(start), o)
+			bo := o
+			if local {
+				// Nothing reached the destination: the breaker must not
+				// learn the throttle's memory (docs/CLIENT.md#the-retry-budget-and-local-refusals).
+				bo = OutcomeIgnored
+			}
+			r.Breaker.Record(end, ticket, end.Sub(start), bo)
 		}
 		if r.Budget != nil {
-			r.Budget.Record(o)
+			if local {
+				r.Budget.RecordLocalRefusal()
+			} else {
+				r.Budget.Record(o)
+			}
 		}
 		if err == nil {
 			if r.Policy.Latency != nil {
@@ -95,6 +108,9 @@ func (r *Retrier) Do(ctx context.Context, fn func(ctx context.Context) error) er
 		}
 	}
 }
+
+// throttled reports a Throttle's local refusal, which budgets count apart.
+func throttled(err error) bool { return err != nil && errors.Is(err, ErrThrottled) }
 
 // ctxReason turns a context error into a stop reason: ErrDeadlineTooClose
 // for an expired deadline (it matches context.DeadlineExceeded), the

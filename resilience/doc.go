@@ -1,7 +1,7 @@
 // Package resilience is what a sluice handler or client uses towards its own
 // dependencies: error classification, retries with backoff, jitter, a
-// deadline and a per-destination retry budget, circuit breakers, hedging and
-// bulkheads.
+// deadline and a per-destination retry budget, circuit breakers, hedging,
+// bulkheads and adaptive client-side throttling.
 //
 // The package owns policy only. It is transport-free: it never dials, reads
 // or writes, and it never reads a clock inside a policy. Breaker.Allow,
@@ -41,4 +41,13 @@
 // gRPC's retry throttling (tokens) with Envoy's cap on concurrent retries as
 // a share of calls in flight; under a failure burst it keeps outbound calls
 // close to one per inbound call.
+//
+// A Throttle is the SRE book's adaptive throttling: over a two-minute
+// window it counts requests and the destination's accepts, and refuses an
+// attempt itself (ErrThrottled, ClassOverloaded) with probability
+// max(0, (requests − K·accepts)/(requests + 1)), K = 2 by default, so a
+// client stops sending what a refusing destination would refuse anyway.
+// Retrier.Do and Hedge record such a local refusal in the Budget
+// (RecordLocalRefusal: a token's cost, counted in LocalRefusals) and not in
+// the Breaker. See docs/CLIENT.md#client-side-throttling.
 package resilience

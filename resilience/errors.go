@@ -25,6 +25,14 @@ var (
 	// errors.Is(err, os.ErrDeadlineExceeded) and context.DeadlineExceeded.
 	ErrBulkheadTimeout error = &deadlineError{msg: "sluice: deadline passed waiting for a bulkhead slot"}
 
+	// ErrThrottled is returned by Throttle.Allow when the client refuses an
+	// attempt itself because its destination has been refusing most of
+	// what it was sent (adaptive client-side throttling). It classifies as
+	// ClassOverloaded, like a server's refusal with the no-retry flag: the
+	// call fails now and is not retried. Retrier.Do and Hedge count it in
+	// the Budget with RecordLocalRefusal and not in the Breaker.
+	ErrThrottled error = &classedError{msg: "sluice: throttled locally: the destination has been refusing most requests", class: ClassOverloaded}
+
 	// ErrBudgetExhausted is the reason a retry or hedge was not sent: the
 	// destination's retry budget refused it.
 	ErrBudgetExhausted = errors.New("sluice: retry budget exhausted")

@@ -136,7 +136,9 @@ type hedgeResult[T any] struct {
 // Hedge runs fn (attempt 0), and whenever the hedge delay passes without a
 // success starts another attempt (1, 2, ...) while MaxAttempts and the
 // budget allow. A retryable failure starts the next attempt at once; any
-// other failure ends the call. The first success wins: its value is
+// other failure ends the call, except a hedge refused by a Throttle
+// (ErrThrottled) while other attempts are outstanding: that only stops
+// further hedges. The first success wins: its value is
 // returned and the other attempts' context is canceled. If every attempt
 // fails the result is a *RetryError. Hedge returns without waiting for
 // canceled attempts, so fn must honour its context; their results are
@@ -225,14 +227,28 @@ func Hedge[T any](ctx context.Context, h *Hedger, fn func(ctx context.Context, a
 		case r := <-results:
 			outstanding--
 			class := h.classify(r.err)
+			local := throttled(r.err)
 			if budget != nil {
-				budget.Record(class.Outcome())
+				if local {
+					budget.RecordLocalRefusal()
+				} else {
+					budget.Record(class.Outcome())
+				}
 			}
 			if r.err == nil {
 				h.lat.Observe(r.latency)
 				return r.v, nil
 			}
 			last = r.err
+			if local && outstanding > 0 {
+				// A hedge the throttle refused: no more hedges, but the
+				// attempts already sent may still win.
+				if timer != nil {
+					timer.Stop()
+					timer = nil
+				}
+				continue
+			}
 			switch class {
 			case ClassRetryable:
 			case ClassOverloaded:
