@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -40,6 +42,28 @@ func MergeHistograms(hs ...*hdrhistogram.Histogram) *hdrhistogram.Histogram {
 		}
 	}
 	return out
+}
+
+// EncodeHistogram returns h as LoadResult carries its histograms
+// (HistogramV2, RejectHistogramV2): HdrHistogram V2 compressed, base64.
+func EncodeHistogram(h *hdrhistogram.Histogram) (string, error) {
+	b, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// DecodeHistogram decodes a histogram EncodeHistogram (or a LoadResult)
+// encoded, so that the results of several generators can be merged
+// (MergeHistograms) and summarised (Summarize) as one. It returns an error
+// wrapping ErrInvalidConfig for text that is not such a histogram.
+func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) {
+	h, err := hdrhistogram.Decode([]byte(s))
+	if err != nil {
+		return nil, fmt.Errorf("%w: latency histogram: %v", ErrInvalidConfig, err)
+	}
+	return h, nil
 }
 
 // LatencySummary is the latency of a run in microseconds.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"testing"
 )
 
@@ -69,6 +70,36 @@ func TestSummarizePercentiles(t *testing.T) {
 	} {
 		if c.got < c.want*0.999 || c.got > c.want*1.001 {
 			t.Errorf("%d: got %v µs, want %v µs ±0.1%%", i, c.got, c.want)
+		}
+	}
+}
+
+// TestEncodeDecodeHistogram: a histogram survives EncodeHistogram and
+// DecodeHistogram whole, and merges with others after it; text that is
+// not a histogram is an error.
+func TestEncodeDecodeHistogram(t *testing.T) {
+	a, b := NewLatencyHistogram(), NewLatencyHistogram()
+	for i := int64(1); i <= 1000; i++ {
+		recordNanos(a, i*1000)
+		recordNanos(b, i*1_000_000)
+	}
+	enc, err := EncodeHistogram(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeHistogram(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equals(a) {
+		t.Fatalf("decoded histogram differs: %+v, want %+v", Summarize(got), Summarize(a))
+	}
+	if s, want := Summarize(MergeHistograms(got, b)), Summarize(MergeHistograms(a, b)); s != want {
+		t.Fatalf("merged after decoding %+v, want %+v", s, want)
+	}
+	for _, bad := range []string{"", "not base64!", "AAAA"} {
+		if _, err := DecodeHistogram(bad); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("DecodeHistogram(%q): %v, want ErrInvalidConfig", bad, err)
 		}
 	}
 }

@@ -287,6 +287,10 @@ type LoadResult struct {
 	RejectedPerSec float64          `json:"rejected_per_sec,omitempty"`
 	Rejects        map[string]int64 `json:"rejects,omitempty"`
 	RejectLatency  *LatencySummary  `json:"reject_latency,omitempty"`
+	// RejectHistogramV2 is the rejects' latency histogram, encoded as
+	// HistogramV2 (EncodeHistogram), when there were rejects: the results
+	// of several generators merge into one RejectLatency with it.
+	RejectHistogramV2 string `json:"reject_histogram_v2,omitempty"`
 	// Unfinished counts requests still in flight when the window closed; Dropped
 	// counts requests lost with a failed connection.
 	Unfinished int64 `json:"unfinished"`

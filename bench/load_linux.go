@@ -222,8 +222,8 @@ func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFa
 	}
 	h := MergeHistograms(hists...)
 	res.Latency = Summarize(h)
-	if enc, err := h.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
-		res.HistogramV2 = string(enc)
+	if enc, err := EncodeHistogram(h); err == nil {
+		res.HistogramV2 = enc
 	}
 	if cfg.OpenLoop() {
 		lag := Summarize(MergeHistograms(lags...))
@@ -232,8 +232,12 @@ func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFa
 	if res.Rejected > 0 {
 		res.Rejects = rejects.asMap()
 		res.RejectedPerSec = float64(res.Rejected) / res.WindowSec
-		rl := Summarize(MergeHistograms(rejs...))
+		rh := MergeHistograms(rejs...)
+		rl := Summarize(rh)
 		res.RejectLatency = &rl
+		if enc, err := EncodeHistogram(rh); err == nil {
+			res.RejectHistogramV2 = enc
+		}
 	}
 	res.MsgsPerSec = float64(res.Msgs) / res.WindowSec
 	res.MBPerSec = float64(res.PayloadBytes) / res.WindowSec / 1e6
