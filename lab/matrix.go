@@ -91,6 +91,9 @@ type MatrixConfig struct {
 	// 0 and CPU 1). Servers run with GOMAXPROCS and -loops = len(ServerCPUs).
 	ServerCPUs []int `json:"server_cpus"`
 	ClientCPUs []int `json:"client_cpus"`
+	// ClientProcs is how many processes each run's generator is split into
+	// over ClientCPUs (0: one per client CPU; OverloadConfig.ClientProcs).
+	ClientProcs int `json:"client_procs,omitempty"`
 
 	// Servers (nil: sluice-shed-default, gnet, net; also sluice-shed,
 	// sluice-shed-tight and sluice-noshed, with the goodput part's flags).
@@ -217,8 +220,8 @@ func (c *MatrixConfig) Validate() error {
 		}
 	}
 	switch {
-	case c.Rounds < 1 || c.MinSamples < 1:
-		return fmt.Errorf("%w: rounds %d, min samples %d", bench.ErrInvalidConfig, c.Rounds, c.MinSamples)
+	case c.Rounds < 1 || c.MinSamples < 1 || c.ClientProcs < 0:
+		return fmt.Errorf("%w: rounds %d, min samples %d, client processes %d", bench.ErrInvalidConfig, c.Rounds, c.MinSamples, c.ClientProcs)
 	case !(c.RefFraction > 0 && c.RefFraction < 1):
 		return fmt.Errorf("%w: reference fraction %v outside (0, 1)", bench.ErrInvalidConfig, c.RefFraction)
 	case c.Duration <= 0 || c.Warmup < 0:

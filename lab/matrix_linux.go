@@ -18,6 +18,9 @@ type matrix struct {
 	*overload
 	cfg MatrixConfig
 	rep *MatrixReport
+	// purpose starts the report's keys of the server command lines
+	// (empty: "matrix").
+	purpose string
 }
 
 // Matrix runs the overload matrix cfg describes and returns the report.
@@ -55,7 +58,7 @@ func Matrix(ctx context.Context, cfg MatrixConfig, prev *MatrixReport) (*MatrixR
 	raiseFileLimit()
 	m := &matrix{cfg: cfg, rep: rep, overload: &overload{
 		cfg: OverloadConfig{ModuleDir: cfg.ModuleDir, SluiceDir: cfg.SluiceDir, GoCmd: cfg.GoCmd, BenchBin: cfg.BenchBin, BenchEnv: cfg.BenchEnv,
-			ServerCPUs: cfg.ServerCPUs, ClientCPUs: cfg.ClientCPUs, ShedArgs: cfg.ShedArgs, TightShedArgs: cfg.TightShedArgs,
+			ServerCPUs: cfg.ServerCPUs, ClientCPUs: cfg.ClientCPUs, ClientProcs: cfg.ClientProcs, ShedArgs: cfg.ShedArgs, TightShedArgs: cfg.TightShedArgs,
 			QueuedBudgetBytes: 16 << 20, Progress: cfg.Progress},
 		rep: &OverloadReport{Commands: rep.Commands},
 	}}
@@ -170,13 +173,21 @@ func (m *matrix) run(ctx context.Context, b MatrixBlock, as string, s loadSpec, 
 	if b.Mode == ModePool && isSluice(as) {
 		extra = []string{"-work-mode", ModePool}
 	}
-	p, err := m.server("matrix "+b.Mode, as, b.Work, extra...)
+	purpose := m.purpose
+	if purpose == "" {
+		purpose = "matrix"
+	}
+	p, err := m.server(purpose+" "+b.Mode, as, b.Work, extra...)
 	if err != nil {
 		r.Error = err.Error()
 		m.progress("  %-20s %-9s failed: %v", r.Server, r.Kind, err)
 		return
 	}
+	u0, s0, uerr := readUserSys(p.Pid)
 	res, err := m.runLoad(ctx, p, s)
+	if u1, s1, uerr1 := readUserSys(p.Pid); uerr == nil && uerr1 == nil {
+		r.ServerSysShare = sysShare(u0, s0, u1, s1)
+	}
 	if hwm, herr := procstat.ReadPeakRSSKiB(p.Pid); herr == nil {
 		r.PeakRSSKiB = hwm
 	}
@@ -189,7 +200,11 @@ func (m *matrix) run(ctx context.Context, b MatrixBlock, as string, s loadSpec, 
 	}
 	r.account()
 	what := r.Kind
-	if r.Kind != KindCapacity {
+	switch r.Kind {
+	case KindCapacity:
+	case KindHammer:
+		what = fmt.Sprintf("%s %d×%d", r.Kind, r.Conns, r.InFlight)
+	default:
 		what = fmt.Sprintf("%s %.1f×", r.Kind, r.Factor)
 	}
 	answered := ""

@@ -61,8 +61,12 @@ type MatrixRun struct {
 	Balance int64 `json:"balance,omitempty"`
 	// PeakRSSKiB is the server's peak resident memory (VmHWM) over its
 	// life: a fresh process per run, so start-up, warm-up and this run.
-	PeakRSSKiB int64  `json:"peak_rss_kib,omitempty"`
-	Error      string `json:"error,omitempty"`
+	PeakRSSKiB int64 `json:"peak_rss_kib,omitempty"`
+	// ServerSysShare is the kernel's share of the server's CPU time
+	// (stime over utime+stime) over the whole generator run, dialling and
+	// warm-up included; 0 when not read.
+	ServerSysShare float64 `json:"server_sys_share,omitempty"`
+	Error          string  `json:"error,omitempty"`
 }
 
 // account sets Unanswered and Answered from the run's Load.

@@ -30,6 +30,7 @@ func TestMatrixConfig(t *testing.T) {
 		{Conns: []int{0}},
 		{RefFraction: 1},
 		{Size: -1},
+		{ClientProcs: -1},
 	} {
 		b := bad.withDefaults()
 		if err := b.Validate(); err == nil {
@@ -322,6 +323,7 @@ func TestMatrixMarkdown(t *testing.T) {
 	md := rep.Markdown()
 	for _, want := range []string{
 		"# The overload matrix",
+		"the generator as one process on CPUs [1];",
 		"**sluice-shed-default** meets all three targets in 2 of 6 cells (goodput in 2, p99 in 3, every request answered in 4).",
 		"**net** meets all three targets in 0 of 4 cells",
 		"## inline, 64 connections\n\n| work | server | 2× | 10× |\n|---|---|--:|--:|\n",

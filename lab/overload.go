@@ -49,6 +49,14 @@ type OverloadConfig struct {
 	// 0 and CPU 1). Servers run with GOMAXPROCS and -loops = len(ServerCPUs).
 	ServerCPUs []int `json:"server_cpus"`
 	ClientCPUs []int `json:"client_cpus"`
+	// ClientProcs is how many processes a load run's generator is split
+	// into over ClientCPUs (SplitGenerators: the CPUs and connections
+	// divided evenly, an open-loop rate in proportion to the connections,
+	// the results merged; 0: one per client CPU, 1: one process over all of
+	// them; more than the CPUs: processes sharing CPUs). The floods of the
+	// memory, gate and backlog parts run as one process over all the client
+	// CPUs.
+	ClientProcs int `json:"client_procs,omitempty"`
 
 	// Goodput: Servers (nil: sluice-shed, sluice-shed-tight, sluice-noshed,
 	// gnet, net; sluice-shed-default on request) do Work
@@ -261,6 +269,8 @@ func (c *OverloadConfig) Validate() error {
 		return fmt.Errorf("%w: critical factor %v and normal factor %v must be positive and add up to at most the factor %v", bench.ErrInvalidConfig, c.CriticalFactor, c.NormalFactor, c.Factor)
 	case c.Tenants < 2 || c.Tenants > 200 || c.TenantConns < 1 || c.HeavyWeight <= 0:
 		return fmt.Errorf("%w: tenants %d (2 to 200: one loopback address each), tenant conns %d, heavy weight %v", bench.ErrInvalidConfig, c.Tenants, c.TenantConns, c.HeavyWeight)
+	case c.ClientProcs < 0:
+		return fmt.Errorf("%w: %d client processes", bench.ErrInvalidConfig, c.ClientProcs)
 	case c.MixConnsFactor < 1 || c.MixConnsFactor > 100:
 		return fmt.Errorf("%w: mix conns factor %d (1 to 100)", bench.ErrInvalidConfig, c.MixConnsFactor)
 	case c.MixMode != "" && c.MixMode != ModeInline && c.MixMode != ModePool:

@@ -5,6 +5,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -187,8 +188,49 @@ func (o *overload) load(ctx context.Context, p *serverProc, rate float64, closed
 }
 
 // runLoad runs the generator pinned to the client CPUs against p as s
-// describes.
+// describes: one process over all of them, or, with several client CPUs
+// (and ClientProcs not 1), one process per CPU (SplitGenerators) started
+// at once, their results merged (MergeLoadResults, its notes into the
+// report's). Only the first process reads the server's usage. A run in which
+// a process printed no result has none.
 func (o *overload) runLoad(ctx context.Context, p *serverProc, s loadSpec) (*bench.LoadResult, error) {
+	shares := SplitGenerators(s.Conns, s.Rate, o.cfg.ClientCPUs, o.cfg.ClientProcs)
+	if len(shares) == 1 {
+		return o.runGenerator(ctx, p, s, o.cfg.ClientCPUs, false)
+	}
+	results := make([]*bench.LoadResult, len(shares))
+	errs := make([]error, len(shares))
+	var wg sync.WaitGroup
+	for i, sh := range shares {
+		part := s
+		part.Conns, part.Rate = sh.Conns, sh.RatePerSec
+		part.NoServerStats = s.NoServerStats || i > 0
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = o.runGenerator(ctx, p, part, sh.CPUs, true)
+			if results[i] == nil {
+				errs[i] = fmt.Errorf("%w (%d of %d, CPUs %v): %w", errGeneratorFailed, i+1, len(shares), sh.CPUs, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if slices.Contains(results, nil) {
+		return nil, err
+	}
+	res, notes := MergeLoadResults(results)
+	for _, n := range notes {
+		o.rep.Notes = append(o.rep.Notes, "merging the generators: "+n)
+	}
+	return res, err
+}
+
+// runGenerator runs one generator process pinned to cpus (GOMAXPROCS
+// len(cpus)) against p as s describes; split (a share of a run over
+// several processes) gives its open-loop rate to the thousandth, not
+// rounded to a whole request per second.
+func (o *overload) runGenerator(ctx context.Context, p *serverProc, s loadSpec, cpus []int, split bool) (*bench.LoadResult, error) {
 	c := o.cfg
 	args := []string{"load", "-json", "-addr", p.Addr, "-codec", bench.CodecLength.String(),
 		"-conns", strconv.Itoa(s.Conns), "-size", strconv.Itoa(s.Size),
@@ -199,9 +241,12 @@ func (o *overload) runLoad(ctx context.Context, p *serverProc, s loadSpec) (*ben
 	if s.LocalAddr != "" {
 		args = append(args, "-local-addr", s.LocalAddr)
 	}
-	if s.Rate > 0 {
+	switch {
+	case s.Rate > 0 && split:
+		args = append(args, "-rate", strconv.FormatFloat(s.Rate, 'f', 3, 64))
+	case s.Rate > 0:
 		args = append(args, "-rate", strconv.FormatFloat(s.Rate, 'f', 0, 64))
-	} else {
+	default:
 		args = append(args, "-inflight", strconv.Itoa(s.InFlight))
 	}
 	timeout := bench.DefaultResponseTimeout
@@ -209,7 +254,7 @@ func (o *overload) runLoad(ctx context.Context, p *serverProc, s loadSpec) (*ben
 		timeout = s.Timeout
 		args = append(args, "-timeout", s.Timeout.String())
 	}
-	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(c.ClientCPUs), c.ClientCPUs, s.Warmup+s.Duration+bench.DefaultConnectTimeout+timeout+30*time.Second)
+	out, err := RunChild(ctx, o.benchBin, args, c.BenchEnv, len(cpus), cpus, s.Warmup+s.Duration+bench.DefaultConnectTimeout+timeout+30*time.Second)
 	var res bench.LoadResult
 	if len(out) > 0 && json.Unmarshal(out, &res) == nil {
 		return &res, err
@@ -309,6 +354,9 @@ func loadLine(r *bench.LoadResult, err error) string {
 	s := fmt.Sprintf("%s msg/s p99 %s", human.Rate(r.MsgsPerSec), human.Micros(r.Latency.P99Micros))
 	if r.Rejected > 0 {
 		s += fmt.Sprintf(", rejected %s/s %v", human.Rate(r.RejectedPerSec), r.Rejects)
+		if rl := r.RejectLatency; rl != nil {
+			s += fmt.Sprintf(" after p50 %s p99 %s", human.Micros(rl.P50Micros), human.Micros(rl.P99Micros))
+		}
 	}
 	if r.Mode == "open" {
 		s += fmt.Sprintf(", offered %s/s missed %d", human.Rate(r.OfferedPerSec), r.Missed)

@@ -29,6 +29,7 @@ func TestOverloadConfig(t *testing.T) {
 		{Tenants: 1},
 		{Tenants: 300},
 		{CriticalFactor: 2, NormalFactor: 4},
+		{ClientProcs: -1},
 	} {
 		b := bad.withDefaults()
 		if err := b.Validate(); err == nil {

@@ -5,6 +5,8 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/sluicenet/sluice/internal/procstat"
@@ -77,4 +79,13 @@ func subset(a, b []int) bool {
 // It returns a note when the server did not exit cleanly.
 func (p *serverProc) stop(timeout time.Duration) string {
 	return p.Stop(timeout, serverStopNotes)
+}
+
+// readUserSys reads pid's user and system CPU time, in clock ticks.
+func readUserSys(pid int) (user, sys int64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseUserSys(b)
 }

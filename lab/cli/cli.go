@@ -81,7 +81,8 @@ commands:
   render    re-render report.md and the charts from a saved report.json
   external  redis-benchmark (redis-server vs sluice kv) and wrk (sluice HTTP vs gnet vs net/http)
   overload  goodput at 5× capacity, memory under non-reading peers, the listen gate, full accept queues;
-            with -matrix the overload matrix (2×-10× capacity, 50 µs-20 ms of work, inline and pool, 64 and 1,000 connections)
+            with -matrix the overload matrix (2×-10× capacity, 50 µs-20 ms of work, inline and pool, 64 and 1,000 connections);
+            with -hammer the hammer cells (closed loops of 1,000 × 8, 1,000 × 64 and 64 × 64 requests in flight)
   connflood open connections at a rate and record how each ended (overload's child)
   peerflood peers that send and never read (overload's child)
 

@@ -33,12 +33,12 @@ type matrixFlags struct {
 func (m *matrixFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.matrix, "matrix", false, "run the overload matrix instead of the parts: every server at every -works, -modes and -conns-list, offered -factors times its capacity of the same round, against its p99 at -unloaded (0.5) of it; writes matrix.json, matrix.md and matrix-MODE-CONNS.svg into -out ("+defaultMatrixOut+" unless given)")
 	fs.StringVar(&m.factors, "factors", "", "matrix: offered loads, multiples of capacity, comma-separated (empty: 2,5,10)")
-	fs.StringVar(&m.works, "works", "", "matrix: simulated CPU cost per frame, comma-separated (empty: 50us,200us,2ms,20ms)")
-	fs.StringVar(&m.modes, "modes", "", "matrix: work modes, inline and pool (cmd/echo -work-mode; gnet and net run inline only, so pool cells have the sluice servers alone) (empty: both)")
+	fs.StringVar(&m.works, "works", "", "matrix and hammer: simulated CPU cost per frame, comma-separated (empty: 50us,200us,2ms,20ms; with -hammer 50us,200us,2ms)")
+	fs.StringVar(&m.modes, "modes", "", "matrix and hammer: work modes, inline and pool (cmd/echo -work-mode; gnet and net run inline only, so pool cells have the sluice servers alone) (empty: both)")
 	fs.StringVar(&m.conns, "conns-list", "", "matrix: connection counts, comma-separated (empty: 64,1000)")
 	fs.StringVar(&m.servers, "matrix-servers", "", "matrix: servers, from sluice-shed-default (cmd/echo -shed, the defaults), sluice-shed (with -shed-args), sluice-shed-tight, sluice-noshed, gnet, net (empty: sluice-shed-default,gnet,net)")
-	fs.IntVar(&m.minSamples, "min-samples", 0, "matrix: a run's window is lengthened (up to 2m) until the server is expected to serve this many requests in it (0: 1000)")
-	fs.BoolVar(&m.resume, "resume", false, "matrix: with -from, run the blocks the saved matrix.json lacks (an interrupted matrix, or more -rounds) with its configuration, and write the whole into -out")
+	fs.IntVar(&m.minSamples, "min-samples", 0, "matrix and hammer: a run's window is lengthened (up to 2m) until the server is expected to serve this many requests in it (0: 1000)")
+	fs.BoolVar(&m.resume, "resume", false, "matrix and hammer: with -from, run the blocks the saved matrix.json (hammer.json) lacks (an interrupted matrix, or more -rounds) with its configuration, and write the whole into -out")
 }
 
 // config parses the dimension lists into cfg.

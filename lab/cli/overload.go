@@ -18,12 +18,12 @@ func runOverload(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench overload", flag.ExitOnError)
 	var cfg lab.OverloadConfig
 	parts := fs.String("parts", "", "parts to run, comma-separated: goodput, priorities, fairness, memory, gate, backlog (empty: all)")
-	fs.IntVar(&cfg.Rounds, "rounds", 0, "rounds per part, servers alternating within a round (0: 3)")
+	fs.IntVar(&cfg.Rounds, "rounds", 0, "rounds per part, servers alternating within a round (0: 3; with -hammer 2)")
 	servers := fs.String("servers", "", "goodput servers: sluice-shed, sluice-shed-tight, sluice-noshed, gnet, net, and sluice-shed-default (cmd/echo -shed alone) (empty: the first five)")
 	memServers := fs.String("memory-servers", "", "memory servers: sluice-budget, sluice-noshed, net, gnet (empty: all four)")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated CPU cost per frame of every server (0: 200us)")
 	fs.Float64Var(&cfg.Factor, "factor", 0, "overload: open-loop rate as a multiple of each server's median capacity (0: 5)")
-	fs.Float64Var(&cfg.UnloadedFraction, "unloaded", 0, "the reference run: open-loop rate as a fraction of each server's median capacity (with -matrix: of its capacity in the same round), whose p99 the overload p99 is compared with (0: 0.2; with -matrix 0.5)")
+	fs.Float64Var(&cfg.UnloadedFraction, "unloaded", 0, "the reference run: open-loop rate as a fraction of each server's median capacity (with -matrix: of its capacity in the same round), whose p99 the overload p99 is compared with (0: 0.2; with -matrix and -hammer 0.5)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "goodput connections (0: 32)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measured window of each goodput run (0: 3s); with -matrix the shortest window, longer where a run would serve fewer than -min-samples requests")
 	shed := fs.String("shed-args", "", "cmd/echo flags of sluice-shed, space-separated (empty: "+strings.Join(lab.DefaultShedArgs, " ")+")")
@@ -38,17 +38,34 @@ func runOverload(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.GateBudget, "gate-budget", 0, "gate: -budget-conns of the flooded server (0: 300)")
 	out := fs.String("out", "../docs/overload", "directory for overload.json, overload.md and gate.svg (with -matrix: matrix.json, matrix.md and the charts, in "+defaultMatrixOut+" unless given)")
 	serverCPUs := fs.String("server-cpus", "0", "CPUs the servers are pinned to")
-	clientCPUs := fs.String("client-cpus", "1", "CPUs the generator and floods are pinned to")
+	clientCPUs := fs.String("client-cpus", "1", "CPUs the generator and floods are pinned to: a list or ranges, e.g. 1 or 1-8 or 1,3,5")
+	fs.IntVar(&cfg.ClientProcs, "client-procs", 0, "the generator of every load run as this many processes over -client-cpus, the CPUs, connections and open-loop rate split evenly and the results merged (0: one process per client CPU; 1: one process over all of them; more than the CPUs: processes sharing CPUs; the floods run as one)")
 	from := fs.String("from", "", "re-render the report files into -out from this saved overload.json (with -matrix: matrix.json) instead of measuring")
 	var mf matrixFlags
 	mf.register(fs)
+	var hf hammerFlags
+	hf.register(fs)
 	_ = fs.Parse(args)
+	if mf.matrix && hf.hammer {
+		return fmt.Errorf("-matrix and -hammer: run one at a time")
+	}
+	if hf.hammer {
+		outDir := *out
+		if !flagSet(fs, "out") {
+			outDir = defaultHammerOut
+		}
+		hc := lab.HammerConfig{Rounds: cfg.Rounds, Duration: cfg.Duration, RefFraction: cfg.UnloadedFraction, ClientProcs: cfg.ClientProcs}
+		if *shed != "" {
+			hc.ShedArgs = strings.Fields(*shed)
+		}
+		return runHammer(ctx, &hf, &mf, hc, *serverCPUs, *clientCPUs, *from, outDir)
+	}
 	if mf.matrix {
 		outDir := *out
 		if !flagSet(fs, "out") {
 			outDir = defaultMatrixOut
 		}
-		mc := lab.MatrixConfig{Rounds: cfg.Rounds, Duration: cfg.Duration, RefFraction: cfg.UnloadedFraction}
+		mc := lab.MatrixConfig{Rounds: cfg.Rounds, Duration: cfg.Duration, RefFraction: cfg.UnloadedFraction, ClientProcs: cfg.ClientProcs}
 		if *shed != "" {
 			mc.ShedArgs = strings.Fields(*shed)
 		}

@@ -6,7 +6,7 @@
 //	bench peer [flags]      run a peer echo server (gnet, net, trivial, gnet-http, nethttp)
 //	bench render [flags]    re-render the markdown and charts of a saved report.json
 //	bench external [flags]  redis-benchmark and wrk against sluice and the peers
-//	bench overload [flags]  goodput, memory, the listen gate and full accept queues under overload; -matrix runs the overload matrix
+//	bench overload [flags]  goodput, memory, the listen gate and full accept queues under overload; -matrix runs the overload matrix, -hammer the hammer cells
 //
 // Run "bench <command> -h" for the flags of each command. It belongs to the
 // lab module (lab/, beside the product's module): make bench runs
