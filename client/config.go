@@ -76,10 +76,12 @@ type Config struct {
 	Budget *resilience.Budget
 	// Throttle is the adaptive client-side throttle for this destination:
 	// every attempt asks it first and is refused locally with ErrThrottled
-	// with probability max(0, (requests − K·accepts)/(requests + 1)) over
-	// its window (docs/CLIENT.md#client-side-throttling). nil means one
-	// with the default settings (K = 2, two minutes, no refusal before 20
-	// requests). Share one Throttle between Clients to the same destination.
+	// with probability max(0, (requests − K·accepts)/(requests + 1)), at
+	// most MaxProbability, over its window
+	// (docs/CLIENT.md#client-side-throttling). nil means one with the
+	// default settings (K = 2, a 30 s window, no refusal before 20
+	// requests, never more than 90% of attempts). Share one Throttle
+	// between Clients to the same destination.
 	Throttle *resilience.Throttle
 	// NoThrottle switches client-side throttling off: every attempt is
 	// sent, and Throttle is ignored. A ThrottleConfig with a negative K

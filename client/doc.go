@@ -21,16 +21,19 @@
 // server stops retries at once.
 //
 // Throttling (on by default; docs/CLIENT.md#client-side-throttling): the
-// client keeps, over the last two minutes, its requests (attempts, those it
+// client keeps, over the last 30 s, its requests (attempts, those it
 // refused included) and the server's accepts (answers that are not an
 // overload refusal), and refuses an attempt itself, with ErrThrottled, with
-// probability max(0, (requests − 2·accepts)/(requests + 1)) once the window
-// holds 20 requests: Google's SRE book's adaptive throttling. A client
-// facing a server that refuses everything sends it a trickle instead of
-// every attempt, and the refusals cost the server nothing. ErrThrottled is
-// not retried, and the retry budget counts it as a failed attempt
-// (Budget.LocalRefusals). Config.NoThrottle switches it off;
-// Config.Throttle tunes or shares it; Client.ThrottleStats shows it.
+// probability max(0, (requests − 2·accepts)/(requests + 1)), at most 0.9,
+// once the window holds 20 requests: Google's SRE book's adaptive
+// throttling, capped as Envoy's admission control caps it. A client facing
+// a server that refuses everything sends it a tenth of its attempts
+// instead of every one, the refusals cost the server nothing, and the
+// client is back to full rate within about two windows (a minute) of the
+// server's recovery. ErrThrottled is not retried, and the retry budget
+// counts it as a failed attempt (Budget.LocalRefusals). Config.NoThrottle
+// switches it off; Config.Throttle tunes or shares it;
+// Client.ThrottleStats shows it.
 //
 // Sketch:
 //

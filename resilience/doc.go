@@ -42,11 +42,14 @@
 // a share of calls in flight; under a failure burst it keeps outbound calls
 // close to one per inbound call.
 //
-// A Throttle is the SRE book's adaptive throttling: over a two-minute
-// window it counts requests and the destination's accepts, and refuses an
-// attempt itself (ErrThrottled, ClassOverloaded) with probability
-// max(0, (requests − K·accepts)/(requests + 1)), K = 2 by default, so a
-// client stops sending what a refusing destination would refuse anyway.
+// A Throttle is the SRE book's adaptive throttling: over a 30 s window it
+// counts requests and the destination's accepts, and refuses an attempt
+// itself (ErrThrottled, ClassOverloaded) with probability
+// max(0, (requests − K·accepts)/(requests + 1)), K = 2 by default, capped
+// at MaxProbability (0.9 by default, as Envoy's admission control caps
+// it), so a client stops sending most of what a refusing destination would
+// refuse anyway, and is back to full rate within about two windows of the
+// destination's recovery.
 // Retrier.Do and Hedge record such a local refusal in the Budget
 // (RecordLocalRefusal: a token's cost, counted in LocalRefusals) and not in
 // the Breaker. See docs/CLIENT.md#client-side-throttling.

@@ -15,26 +15,37 @@ const (
 	// twice the requests its destination accepts, so it still probes a
 	// server that recovers while sending it half of what it would refuse.
 	DefaultThrottleK = 2.0
-	// DefaultThrottleWindow is the SRE book's history: two minutes.
-	DefaultThrottleWindow = 2 * time.Minute
-	// DefaultThrottleBuckets cuts the window into 5 s buckets (at 2 min).
+	// DefaultThrottleWindow is the history: 30 s, Envoy's admission control
+	// default. The book's two minutes, uncapped, left a client 8–17 minutes
+	// from full rate after a window of total refusal (docs/CLIENT.md#recovery).
+	DefaultThrottleWindow = 30 * time.Second
+	// DefaultThrottleBuckets cuts the window into 1.25 s buckets (at 30 s).
 	DefaultThrottleBuckets = 24
 	// DefaultThrottleMinRequests is how many requests the window must hold
 	// before the throttle refuses anything (as the breaker's MinCalls).
 	DefaultThrottleMinRequests = 20
-	maxThrottleBuckets         = 1024
+	// DefaultThrottleMaxProbability caps the local refusal probability, as
+	// Envoy's admission control does (its default is 0.8): a client that
+	// keeps at least 10% of its attempts reaching a refusing destination is
+	// back near full rate within about two windows of its recovery
+	// (TestThrottleRecoveryBounded), while 0.9 rather than 0.8 spares the
+	// destination nine in ten of the attempts it would refuse, not four in
+	// five.
+	DefaultThrottleMaxProbability = 0.9
+	maxThrottleBuckets            = 1024
 )
 
 // ThrottleConfig configures a Throttle. The zero value is the SRE book's
-// adaptive throttling with K = 2 over a two-minute window of 24 buckets,
-// refusing nothing until the window holds 20 requests.
+// adaptive throttling with K = 2 over a 30 s window of 24 buckets, refusing
+// nothing until the window holds 20 requests and never more than 90% of
+// attempts.
 type ThrottleConfig struct {
 	// K is the multiplier of accepts: the throttle lets through about K
 	// times what the destination accepts. 0 means 2; otherwise at least 1
 	// (below 1 it would refuse requests a healthy destination accepts all
 	// of). Negative means the throttle never refuses and only counts.
 	K float64
-	// Window is the span of the request history; 0 means 2 minutes.
+	// Window is the span of the request history; 0 means 30 s.
 	Window time.Duration
 	// Buckets is how many time buckets the window is cut into (it slides
 	// one bucket at a time); 0 means 24, at most 1024.
@@ -44,6 +55,13 @@ type ThrottleConfig struct {
 	// refusing destination from bad luck. 0 means 20; negative means no
 	// floor (the book's formula from the first request).
 	MinRequests int
+	// MaxProbability is the most the throttle refuses: the refusal
+	// probability is the book's formula capped at it, so at least
+	// 1 − MaxProbability of the attempts reach even a destination that
+	// refuses everything, and their accepts bound how long the client takes
+	// to notice its recovery (docs/CLIENT.md#recovery). 0 means 0.9;
+	// otherwise in (0, 1], 1 being the book's uncapped formula.
+	MaxProbability float64
 	// Rand is the source of the refusal draws; nil means math/rand/v2's
 	// global source. It is called with the throttle's lock held.
 	Rand rand.Source
@@ -58,6 +76,8 @@ func (c ThrottleConfig) Validate() error {
 		return fmt.Errorf("%w: ThrottleConfig.Window %v is negative", ErrInvalidConfig, c.Window)
 	case c.Buckets < 0 || c.Buckets > maxThrottleBuckets:
 		return fmt.Errorf("%w: ThrottleConfig.Buckets %d not in [0, %d]", ErrInvalidConfig, c.Buckets, maxThrottleBuckets)
+	case math.IsNaN(c.MaxProbability) || c.MaxProbability < 0 || c.MaxProbability > 1:
+		return fmt.Errorf("%w: ThrottleConfig.MaxProbability %v: want 0 (default) or in (0, 1]", ErrInvalidConfig, c.MaxProbability)
 	}
 	if w, n := c.window(), c.buckets(); w/time.Duration(n) <= 0 {
 		return fmt.Errorf("%w: ThrottleConfig.Window %v too short for %d buckets", ErrInvalidConfig, w, n)
@@ -89,7 +109,8 @@ type ThrottleStats struct {
 	// LocalRefusals is the attempts the throttle refused itself (part of
 	// Requests).
 	LocalRefusals int64
-	// Probability is the chance that an attempt made now is refused.
+	// Probability is the chance that an attempt made now is refused (at
+	// most the configured MaxProbability).
 	Probability float64
 }
 
@@ -98,13 +119,16 @@ type ThrottleStats struct {
 // those it refused included) and accepts (attempts the destination did not
 // refuse), and refuses a new attempt itself with probability
 //
-//	max(0, (requests − K·accepts) / (requests + 1))
+//	min(MaxProbability, max(0, (requests − K·accepts) / (requests + 1)))
 //
 // so that once the destination refuses most of what it gets, the client
-// stops sending it, and the refusals cost the destination nothing. The
-// window is a ring of fixed buckets: Allow and Record are O(1) and do not
-// allocate. Like the breaker it takes now and reads no clock. Throttle is
-// safe for concurrent use; share one per destination.
+// stops sending most of it, and the refusals cost the destination nothing.
+// The cap (0.9 by default, after Envoy's admission control) keeps a share
+// of attempts reaching the destination, so the client learns of its
+// recovery within a couple of windows. The window is a ring of fixed
+// buckets: Allow and Record are O(1) and do not allocate. Like the breaker
+// it takes now and reads no clock. Throttle is safe for concurrent use;
+// share one per destination.
 //
 // A caller asks Allow before each attempt; when it is allowed and sent,
 // Record reports whether the destination accepted it. An attempt that ends
@@ -113,6 +137,7 @@ type ThrottleStats struct {
 type Throttle struct {
 	mu      sync.Mutex
 	k       float64 // negative: never refuse
+	maxP    float64 // the cap on the refusal probability, in (0, 1]
 	minReq  int64
 	width   time.Duration
 	rnd     rand.Source
@@ -140,8 +165,13 @@ func NewThrottle(cfg ThrottleConfig) (*Throttle, error) {
 	if cfg.MinRequests == 0 {
 		minReq = DefaultThrottleMinRequests
 	}
+	maxP := cfg.MaxProbability
+	if maxP == 0 {
+		maxP = DefaultThrottleMaxProbability
+	}
 	return &Throttle{
 		k:      k,
+		maxP:   maxP,
 		minReq: max(minReq, 0),
 		width:  cfg.window() / time.Duration(cfg.buckets()),
 		rnd:    cfg.Rand,
@@ -204,15 +234,15 @@ func (t *Throttle) Stats(now time.Time) ThrottleStats {
 	}
 }
 
-// probabilityLocked is the book's formula, 0 below the MinRequests floor or
-// when the throttle only counts.
+// probabilityLocked is the book's formula capped at MaxProbability, 0 below
+// the MinRequests floor or when the throttle only counts.
 func (t *Throttle) probabilityLocked() float64 {
 	req := t.total.requests
 	if t.k < 0 || req == 0 || req < t.minReq {
 		return 0
 	}
 	p := (float64(req) - t.k*float64(t.total.accepts)) / float64(req+1)
-	return max(p, 0)
+	return min(max(p, 0), t.maxP)
 }
 
 // bucketLocked slides the window to now and returns now's bucket. Time that

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -41,8 +42,9 @@ func fill(th *Throttle, now time.Time, refused, accepted int) {
 	}
 }
 
-// TestThrottleProbability: the book's formula at its boundaries, and the
-// MinRequests floor and the count-only K.
+// TestThrottleProbability: the book's formula at its boundaries (with
+// MaxProbability 1, uncapped), the MaxProbability cap, the MinRequests
+// floor and the count-only K.
 func TestThrottleProbability(t *testing.T) {
 	cases := []struct {
 		name              string
@@ -55,13 +57,18 @@ func TestThrottleProbability(t *testing.T) {
 		{"one accept, no floor", ThrottleConfig{MinRequests: -1}, 0, 1, 0},
 		{"accepts exactly requests/K", ThrottleConfig{MinRequests: -1}, 5, 5, 0},
 		{"one accept short of requests/K", ThrottleConfig{MinRequests: -1}, 6, 4, 2.0 / 11},
-		{"all refused", ThrottleConfig{MinRequests: -1}, 10, 0, 10.0 / 11},
+		{"all refused, uncapped", ThrottleConfig{MinRequests: -1, MaxProbability: 1}, 10, 0, 10.0 / 11},
+		{"all refused, default cap", ThrottleConfig{MinRequests: -1}, 10, 0, DefaultThrottleMaxProbability},
+		{"below the default cap", ThrottleConfig{MinRequests: -1}, 8, 0, 8.0 / 9},
+		{"cap 0.8", ThrottleConfig{MinRequests: -1, MaxProbability: 0.8}, 10, 0, 0.8},
+		{"cap 0.8, below it", ThrottleConfig{MinRequests: -1, MaxProbability: 0.8}, 6, 4, 2.0 / 11},
 		{"all accepted", ThrottleConfig{MinRequests: -1}, 0, 1000, 0},
 		{"K=1: one refusal in ten", ThrottleConfig{K: 1, MinRequests: -1}, 1, 9, 1.0 / 11},
 		{"K=1: all accepted", ThrottleConfig{K: 1, MinRequests: -1}, 0, 10, 0},
 		{"K=3", ThrottleConfig{K: 3, MinRequests: -1}, 17, 3, 11.0 / 21},
 		{"default floor: 19 requests", ThrottleConfig{}, 19, 0, 0},
-		{"default floor: 20 requests", ThrottleConfig{}, 20, 0, 20.0 / 21},
+		{"default floor: 20 requests", ThrottleConfig{}, 20, 0, DefaultThrottleMaxProbability},
+		{"default floor: 20 requests, uncapped", ThrottleConfig{MaxProbability: 1}, 20, 0, 20.0 / 21},
 		{"floor 5: 4 requests", ThrottleConfig{MinRequests: 5}, 4, 0, 0},
 		{"floor 5: 5 requests", ThrottleConfig{MinRequests: 5}, 4, 1, 3.0 / 6},
 		{"negative K counts only", ThrottleConfig{K: -1}, 1000, 0, 0},
@@ -129,7 +136,7 @@ func TestThrottleAllowDraws(t *testing.T) {
 // window once the window has moved past it, the rest stay, and a jump past
 // the whole window or back in time is handled.
 func TestThrottleWindowSlides(t *testing.T) {
-	th := newThrottle(t, ThrottleConfig{MinRequests: -1}) // 2 min of 5 s buckets
+	th := newThrottle(t, ThrottleConfig{MinRequests: -1, Window: 2 * time.Minute}) // 24 buckets of 5 s
 	fill(th, t0, 30, 0)
 	fill(th, t0.Add(time.Minute), 0, 10)
 	// 40 requests, 10 accepts.
@@ -179,25 +186,37 @@ func TestThrottleWindowSlides(t *testing.T) {
 	}
 }
 
-// TestThrottleAgainstRefusals: a destination that refuses everything gets
-// a trickle once the window holds MinRequests requests; one that accepts
-// everything never sees a refusal.
+// TestThrottleAgainstRefusals: a destination that refuses everything gets,
+// once the window holds MinRequests requests, 1 − MaxProbability of the
+// attempts (a tenth by default), or with the uncapped formula a trickle;
+// one that accepts everything never sees a refusal.
 func TestThrottleAgainstRefusals(t *testing.T) {
 	const n = 1000
-	th := newThrottle(t, ThrottleConfig{Rand: rand.NewPCG(1, 2)})
-	sent := 0
-	for range n {
-		if th.Allow(t0) == nil {
-			sent++
-			th.Record(t0, false)
+	for _, tc := range []struct {
+		name     string
+		maxP     float64
+		min, max int
+	}{
+		// The first 20 go; after that each goes with probability
+		// 1 − 0.9: about 20 + 98 in all (σ ≈ 9).
+		{"default cap", 0, 80, 160},
+		// Each goes with probability 1/(requests+1): about
+		// 20 + ln(1000/20) ≈ 24 in all.
+		{"uncapped", 1, DefaultThrottleMinRequests, 40},
+	} {
+		th := newThrottle(t, ThrottleConfig{MaxProbability: tc.maxP, Rand: rand.NewPCG(1, 2)})
+		sent := 0
+		for range n {
+			if th.Allow(t0) == nil {
+				sent++
+				th.Record(t0, false)
+			}
 		}
-	}
-	st := th.Stats(t0)
-	t.Logf("refusing destination: %d of %d attempts sent, %+v", sent, n, st)
-	// The first 20 go; after that each goes with probability 1/(requests+1):
-	// about 20 + ln(1000/20) ≈ 24 in all.
-	if sent < DefaultThrottleMinRequests || sent > 40 || st.Requests != n || st.LocalRefusals != int64(n-sent) || st.Accepts != 0 {
-		t.Fatalf("%d sent, stats %+v", sent, st)
+		st := th.Stats(t0)
+		t.Logf("%s: refusing destination: %d of %d attempts sent, %+v", tc.name, sent, n, st)
+		if sent < tc.min || sent > tc.max || st.Requests != n || st.LocalRefusals != int64(n-sent) || st.Accepts != 0 {
+			t.Fatalf("%s: %d sent (want %d to %d), stats %+v", tc.name, sent, tc.min, tc.max, st)
+		}
 	}
 
 	ok := newThrottle(t, ThrottleConfig{MinRequests: -1, Rand: drawLow})
@@ -220,13 +239,17 @@ func TestThrottleConfigValidate(t *testing.T) {
 		{Buckets: -1},
 		{Buckets: maxThrottleBuckets + 1},
 		{Window: 10 * time.Nanosecond, Buckets: 24},
+		{MaxProbability: -0.1},
+		{MaxProbability: 1.01},
+		{MaxProbability: math.NaN()},
+		{MaxProbability: math.Inf(1)},
 	}
 	for _, cfg := range bad {
 		if _, err := NewThrottle(cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewThrottle(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
-	for _, cfg := range []ThrottleConfig{{}, {K: 1}, {K: -1}, {MinRequests: -5}, {Window: time.Second, Buckets: 1}} {
+	for _, cfg := range []ThrottleConfig{{}, {K: 1}, {K: -1}, {MinRequests: -5}, {Window: time.Second, Buckets: 1}, {MaxProbability: 1}, {MaxProbability: 0.01}} {
 		if _, err := NewThrottle(cfg); err != nil {
 			t.Errorf("NewThrottle(%+v) = %v", cfg, err)
 		}
@@ -394,10 +417,10 @@ func simulate(th *Throttle, now time.Time, rate, capacity int, d time.Duration) 
 
 // TestThrottleSteadyStateAndRecovery, on simulated time: against a
 // destination with a capacity, the throttle settles where the destination
-// sees about K times what it accepts; after two minutes of refusing
-// everything, the client sends at full rate again once accepts have
-// outweighed the window's refusals, which takes minutes with the default
-// window and scales with it (docs/CLIENT.md#recovery).
+// sees about K times what it accepts (the cap does not bind: p ≈ 0.8);
+// after two minutes of refusing everything, the client sends at full rate
+// again within a couple of windows with the default cap, and after many
+// windows with the book's uncapped formula (docs/CLIENT.md#recovery).
 func TestThrottleSteadyStateAndRecovery(t *testing.T) {
 	th := newThrottle(t, ThrottleConfig{Rand: rand.NewPCG(1, 2)})
 	sent, acc, _, _ := simulate(th, t0, 1000, 100, 2*time.Minute)
@@ -407,17 +430,116 @@ func TestThrottleSteadyStateAndRecovery(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		window, within time.Duration
+		name           string
+		cfg            ThrottleConfig
+		within, beyond time.Duration
 	}{
-		{DefaultThrottleWindow, 20 * time.Minute},
-		{10 * time.Second, time.Minute},
+		{"defaults (30 s, cap 0.9)", ThrottleConfig{}, 2 * time.Minute, 0},
+		{"10 s window, cap 0.9", ThrottleConfig{Window: 10 * time.Second}, 40 * time.Second, 0},
+		// The defaults before the cap: the book's two minutes, uncapped.
+		{"2 min window, uncapped", ThrottleConfig{Window: 2 * time.Minute, MaxProbability: 1}, 30 * time.Minute, 5 * time.Minute},
 	} {
-		th := newThrottle(t, ThrottleConfig{Window: tc.window, Rand: rand.NewPCG(3, 4)})
+		tc.cfg.Rand = rand.NewPCG(3, 4)
+		th := newThrottle(t, tc.cfg)
 		_, _, end, _ := simulate(th, t0, 100, 0, 2*time.Minute)
 		_, _, _, full := simulate(th, end, 100, -1, 30*time.Minute)
-		t.Logf("window %v: full rate again %v after a 2-minute total refusal at 100/s", tc.window, full)
-		if full == 0 || full > tc.within {
-			t.Fatalf("window %v: full rate after %v, want within %v", tc.window, full, tc.within)
+		t.Logf("%s: full rate again %v after a 2-minute total refusal at 100/s", tc.name, full)
+		if full == 0 || full > tc.within || full < tc.beyond {
+			t.Fatalf("%s: full rate after %v, want within [%v, %v]", tc.name, full, tc.beyond, tc.within)
 		}
+	}
+}
+
+// recovery offers rate attempts a second to a destination that refuses
+// every attempt for one window and then accepts every attempt. It returns
+// the share of the attempts that reached the destination while it
+// refused, and after how many windows of accepting the refusal probability
+// fell below 5% for good, counted in attempts (rate × window of them a
+// window; p is read every 1/200 window); -1 if not within limit windows.
+// For good: once p has stayed below 5% for a whole window, the window's
+// accepts outnumber half its requests, so p is 0, every attempt is sent
+// and accepted, and p stays 0.
+func recovery(th *Throttle, window time.Duration, rate, limit int) (reached, windows float64) {
+	step := time.Second / time.Duration(rate)
+	perWindow := int(window / step)
+	stride := max(perWindow/200, 1)
+	now := t0
+	for range perWindow {
+		if th.Allow(now) == nil {
+			reached++
+			th.Record(now, false)
+		}
+		now = now.Add(step)
+	}
+	reached /= float64(perWindow)
+	below := -1 // the attempt from which p has been below 5%
+	for i := range limit * perWindow {
+		if i%stride == 0 {
+			switch p := th.Probability(now); {
+			case p >= 0.05:
+				below = -1
+			case below < 0:
+				below = i
+			case i-below >= perWindow:
+				return reached, float64(below) / float64(perWindow)
+			}
+		}
+		if th.Allow(now) == nil {
+			th.Record(now, true)
+		}
+		now = now.Add(step)
+	}
+	return reached, -1
+}
+
+// TestThrottleRecoveryBounded: after a full window in which the destination
+// refused everything, a client with the default settings is back to near
+// full rate (a local refusal probability below 5%, for good) within 4
+// windows of the destination accepting everything, at 10 to 1,000
+// attempts a second: the cap keeps a tenth of the attempts reaching the
+// destination, and their accepts outweigh the window's refusals within
+// about 2 windows (≈ 1 min at the default 30 s). The book's uncapped
+// formula sends a trickle instead and takes 4 to 9 windows with its two
+// minutes (8–17 minutes). Simulated time, deterministic draws (3 seeds per
+// rate); -v logs the table docs/CLIENT.md#recovery cites.
+func TestThrottleRecoveryBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		cfg            ThrottleConfig
+		minWin, maxWin float64 // the recovery's bounds, in windows
+	}{
+		{"2 min, uncapped (the defaults before)", ThrottleConfig{Window: 2 * time.Minute, MaxProbability: 1}, 2, 12},
+		{"30 s, uncapped", ThrottleConfig{MaxProbability: 1}, 2, 12},
+		{"30 s, cap 0.9 (the defaults)", ThrottleConfig{}, 1, 4},
+		{"30 s, cap 0.8 (Envoy's)", ThrottleConfig{MaxProbability: 0.8}, 1, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			window, maxP := cmp.Or(tc.cfg.Window, DefaultThrottleWindow), cmp.Or(tc.cfg.MaxProbability, DefaultThrottleMaxProbability)
+			for _, rate := range []int{10, 100, 1000} {
+				if raceEnabled && maxP == 1 && rate == 1000 {
+					t.Logf("%4d/s: skipped under -race (a reference row, and the slowest)", rate)
+					continue
+				}
+				lo, hi := math.Inf(1), math.Inf(-1)
+				for seed := range uint64(3) {
+					cfg := tc.cfg
+					cfg.Rand = rand.NewPCG(seed+1, 9)
+					th := newThrottle(t, cfg)
+					reached, windows := recovery(th, window, rate, int(tc.maxWin)+2)
+					if windows < tc.minWin || windows > tc.maxWin {
+						t.Fatalf("%d/s, seed %d: recovered after %.2f windows, want %.0f to %.0f", rate, seed+1, windows, tc.minWin, tc.maxWin)
+					}
+					// At least 1 − MaxProbability of the attempts reach a
+					// refusing destination (less a draw's luck); uncapped,
+					// a trickle past the 20-request floor.
+					if maxP < 1 && reached < 0.9*(1-maxP) || maxP == 1 && reached > 0.1 {
+						t.Fatalf("%d/s, seed %d: %.3f of the attempts reached the refusing destination", rate, seed+1, reached)
+					}
+					lo, hi = min(lo, windows), max(hi, windows)
+				}
+				t.Logf("%4d/s: p < 5%% for good %.2f–%.2f windows (%v–%v) after the destination accepted again",
+					rate, lo, hi, time.Duration(lo*float64(window)).Round(time.Second), time.Duration(hi*float64(window)).Round(time.Second))
+			}
+		})
 	}
 }

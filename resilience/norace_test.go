@@ -1,0 +1,6 @@
+//go:build !race
+
+package resilience
+
+// raceEnabled: the race detector is off.
+const raceEnabled = false
