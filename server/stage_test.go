@@ -426,8 +426,8 @@ func TestFairShareBetweenTenants(t *testing.T) {
 }
 
 // TestHammerCannotStarve: a client that ignores every refusal and writes
-// as fast as the loop takes its frames (from its own address, so its own
-// tenant) does not starve well-behaved clients (closed loop, one frame in
+// as fast as the loop takes its frames, up to a window of its own (from
+// its own address, so its own tenant) does not starve well-behaved clients (closed loop, one frame in
 // flight, waiting out each retry-after) with derived shedding and nothing
 // else set: each of them is served goodServedFrames frames while the
 // hammer still writes, the hammer is refused, and the loop rations its
@@ -438,7 +438,12 @@ func TestHammerCannotStarve(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a hammering client")
 	}
-	const good, goodServedFrames, deadline = 4, 20, 60 * time.Second
+	// The hammer keeps at most hammerWindow frames unanswered: enough to
+	// fill its socket buffers and the loop's input many times over, and a
+	// backlog the loop refuses within the test's margin once it stops
+	// (with four CPU hogs beside it, 680,000 frames sent and not yet read
+	// outlasted a 10 s margin).
+	const good, goodServedFrames, hammerWindow, deadline = 4, 20, 100_000, 60 * time.Second
 	e := spinEchoEngine(t)
 	var wg sync.WaitGroup
 	var clientsDone atomic.Int32 // clients served goodServedFrames, or failed
@@ -456,6 +461,10 @@ func TestHammerCannotStarve(t *testing.T) {
 		defer wg.Done()
 		defer writing.Store(false)
 		for hammering() {
+			if hSent.Load()-hServed.Load()-hRefused.Load() >= hammerWindow {
+				time.Sleep(100 * time.Microsecond) // its own window is full
+				continue
+			}
 			if _, err := hammer.Write(batch); err != nil {
 				t.Error(err)
 				break
