@@ -176,15 +176,16 @@ type AdmissionPolicy struct {
 	// derived when the queueing-delay cap is (MaxQueueDelay zero with the
 	// Admitter's CoDel) or the worker pool's CoDel target is (Pool.CoDel
 	// with Target zero), none otherwise. Derived, reads are deferred 10 ms
-	// and refusals held 10 ms or 500 ms: at 1,000 connections a connection
+	// and refusals held 10 ms or 200 ms: at 1,000 connections a connection
 	// is refused only every 12–60 ms and 10 ms batches nothing, but
 	// holding a refusal from a peer that waits for it only delays the
-	// peer. So a connection's batch of refusals is held 500 ms, or until
+	// peer. So a connection's batch of refusals is held 200 ms, or until
 	// it gathers 16 (written at once), unless in the last 25 s a long
 	// hold of its refusals ended with one refusal or with nothing read
 	// from the peer in its second half (the peer waited); then 10 ms. A
-	// peer that waits for each answer pays one 500 ms hold per 25 s while
-	// it is refused. Without Classify, the reads of a sparse connection
+	// peer that waits for each answer pays one 200 ms hold per 25 s while
+	// it is refused. While refusing takes more than a tenth of a loop's
+	// time, the loop rations its reads (docs/OVERLOAD.md#rationed-reads). Without Classify, the reads of a sparse connection
 	// (its next 16 frames take 100 ms or more) whose refusals are held are
 	// deferred with them, until 16 of its frames are due or the hold ends;
 	// a loop judged overloaded that has nothing else to do reads the 8 of

@@ -149,6 +149,12 @@ func (s *stage) releaseHeld() {
 		}
 		a.flags |= sReleased
 		s.act.ready(c, fNeedRead)
+		if c.flags&fRejOnly != 0 && c.out != nil {
+			// the refusals its last read queued go out now at the latest:
+			// a peer that waits for them sends nothing meanwhile
+			c.flags &^= fRejOnly
+			s.act.markDirty(c)
+		}
 	}
 }
 

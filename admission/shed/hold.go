@@ -11,14 +11,16 @@ const (
 	// the short hold.
 	DerivedRejectFlush = int64(10 * time.Millisecond)
 	// LongHold is the long hold: a peer that keeps sending while refused
-	// gets its refusals in batches of up to RejectBatch per LongHold.
-	LongHold = int64(500 * time.Millisecond)
+	// gets its refusals in batches of up to RejectBatch per LongHold. Not
+	// longer: a refusal must reach its client within about 250 ms for the
+	// client to go elsewhere in time.
+	LongHold = int64(200 * time.Millisecond)
 	// RejectBatch refusals end a long hold early: they are written at once.
 	RejectBatch = 16
 	// ProbeTime is how long a peer found waiting for its refusals gets the
-	// short hold before the long one is tried again (2% of its time while
-	// it is refused).
-	ProbeTime = 50 * LongHold
+	// short hold before the long one is tried again (under 1% of its time
+	// while it is refused).
+	ProbeTime = int64(25 * time.Second)
 	// SparseGap: a connection whose next RejectBatch frames take at least
 	// this long at its own pace is sparse, and its reads may be parked
 	// with its refusals; a dense one's window would fill meanwhile.
