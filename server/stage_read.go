@@ -73,16 +73,18 @@ func (s *stage) deferRead(c *Conn, a *connStage) bool {
 		a.drainedAt = s.arrivalBound(a, true)
 	}
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
-	if s.ration.On() && s.classify == nil {
+	longPark := s.parksLong() && a.flags&(sLazy|sLong) == sLazy|sLong && a.pace.Sparse()
+	if s.ration.On() && s.classify == nil && !longPark {
 		// refusing takes too much of the loop: not read for the ration's
 		// hold rather than RejectFlushDelay (docs/OVERLOAD.md#rationed-reads);
-		// with classes a critical frame among the bytes must not wait past L
+		// with classes a critical frame among the bytes must not wait past
+		// L, and a long park batches a sparse connection's refusals already
 		s.hold(a, a.drainedAt)
 		s.st[cSlowReads]++
 		return true
 	}
 	at := s.v.now + s.rejDelay
-	if s.parksLong() && a.flags&(sLazy|sLong) == sLazy|sLong && a.pace.Sparse() {
+	if longPark {
 		// A sparse connection whose refusals wait on the long hold: read
 		// it once shed.RejectBatch frames are due at its own pace, or when
 		// its refusals are written, so that what it sent meanwhile is
