@@ -140,3 +140,31 @@ func TestRationedReadsWithClasses(t *testing.T) {
 		t.Fatalf("held %v with classes (RejectFlushDelay %v, L %v)", time.Duration(hold), time.Duration(s.rejDelay), time.Duration(s.caps.Long()))
 	}
 }
+
+// TestRationedReadsZeroAllocs: a rationed connection's cycle (a read that
+// refuses everything holds it, its hold ends, the read that ends it
+// refuses in one batch) allocates nothing.
+func TestRationedReadsZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's bookkeeping allocates")
+	}
+	s, l := rationStage(t, false)
+	c := &Conn{loop: l, fd: 7}
+	a := &connStage{drainedAt: l.now}
+	s.track(c, a)
+	cycle := func() {
+		readOf(s, c, 8, 8, false) // held
+		l.now = a.heldUntil
+		s.releaseHeld()
+		l.readyq = connQueue{}
+		c.flags &^= fReady | fNeedRead
+		readOf(s, c, 8, 8, false) // the read that ends the hold
+	}
+	cycle()
+	if s.st[cRationHolds] != 1 || a.flags&(sRationed|sReleased) != 0 {
+		t.Fatalf("holds %d, flags %b after one cycle", s.st[cRationHolds], a.flags)
+	}
+	if n := testing.AllocsPerRun(1000, cycle); n != 0 {
+		t.Errorf("%.1f allocations per rationed cycle, want 0", n)
+	}
+}
