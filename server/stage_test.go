@@ -427,10 +427,11 @@ func TestFairShareBetweenTenants(t *testing.T) {
 
 // TestHammerCannotStarve: a client that ignores every refusal and writes
 // as fast as the loop takes its frames, up to a window of its own (from
-// its own address, so its own tenant) does not starve well-behaved clients (closed loop, one frame in
-// flight, waiting out each retry-after) with derived shedding and nothing
-// else set: each of them is served goodServedFrames frames while the
-// hammer still writes, the hammer is refused, and the loop rations its
+// its own address, so its own tenant), does not starve well-behaved
+// clients (closed loop, one frame in flight, waiting out each
+// retry-after) with derived shedding and nothing else set: each of them
+// is served goodServedFrames frames while the hammer still writes, and the
+// hammer is refused; a loop that refusing costs too much rations its
 // reads (docs/OVERLOAD.md#rationed-reads). The hammer stops once every
 // client has been served, so the test asserts counts, not a rate a slower
 // machine may miss; a starved client fails it at the deadline.
@@ -523,7 +524,10 @@ func TestHammerCannotStarve(t *testing.T) {
 	if n := servedDuring.Load(); n < good*goodServedFrames {
 		t.Errorf("%d client frames served while the hammer wrote, want all %d", n, good*goodServedFrames)
 	}
-	if st := e.Stats().Admission; st.RationHolds == 0 {
-		t.Errorf("the loop never held the hammer's reads (refusals took %.0f%% of its last window)", 100*st.RefuseShare)
-	}
+	// Whether the loop had to ration depends on what refusing costs this
+	// machine and backend (io_uring's batched receives refused it in 7% of
+	// a window once, under the 10% bound): logged, not asserted; the
+	// rationed reads' own tests are TestRationedReads*.
+	st := e.Stats().Admission
+	t.Logf("ration holds %d; refusals took %.0f%% of the last window", st.RationHolds, 100*st.RefuseShare)
 }
