@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
-	"github.com/sluicenet/sluice/examples/internal/demo"
+	"github.com/sluicenet/sluice/examples/demo"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/server"
 )

@@ -20,7 +20,7 @@ import (
 	"flag"
 	"sync"
 
-	"github.com/sluicenet/sluice/examples/internal/demo"
+	"github.com/sluicenet/sluice/examples/demo"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/server"
 )

@@ -8,7 +8,7 @@ package main
 import (
 	"flag"
 
-	"github.com/sluicenet/sluice/examples/internal/demo"
+	"github.com/sluicenet/sluice/examples/demo"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/server"
 )

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/client"
-	"github.com/sluicenet/sluice/examples/internal/demo"
+	"github.com/sluicenet/sluice/examples/demo"
 	"github.com/sluicenet/sluice/protocol/envelope"
 	"github.com/sluicenet/sluice/server"
 )

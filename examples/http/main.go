@@ -10,7 +10,7 @@ package main
 import (
 	"flag"
 
-	"github.com/sluicenet/sluice/examples/internal/demo"
+	"github.com/sluicenet/sluice/examples/demo"
 	"github.com/sluicenet/sluice/protocol/http1"
 	"github.com/sluicenet/sluice/server"
 )

@@ -13,7 +13,7 @@ import (
 	"flag"
 	"sync"
 
-	"github.com/sluicenet/sluice/examples/internal/demo"
+	"github.com/sluicenet/sluice/examples/demo"
 	"github.com/sluicenet/sluice/protocol/resp"
 	"github.com/sluicenet/sluice/server"
 )

@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicenet/sluice/examples/internal/demo"
+	"github.com/sluicenet/sluice/examples/demo"
 	"github.com/sluicenet/sluice/protocol"
 	"github.com/sluicenet/sluice/server"
 )

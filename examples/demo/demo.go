@@ -4,7 +4,9 @@
 // example listens.
 //
 // It refuses to own anything an example demonstrates: codecs, handlers
-// and engine configuration stay in the example's own main.go.
+// and engine configuration stay in the example's own main.go. It is not
+// internal, so a program copied out of examples/ builds in its own module
+// as it is (or with these few lines pasted in).
 package demo
 
 import (
