@@ -191,17 +191,9 @@ func (c *HammerConfig) Plan() []HammerBlock {
 	var plan []HammerBlock
 	for r := 1; r <= c.Rounds; r++ {
 		for _, m := range c.Modes {
-			servers := c.Servers
-			if m == ModePool {
-				servers = nil
-				for _, s := range c.Servers {
-					if isSluice(s) {
-						servers = append(servers, s)
-					}
-				}
-				if len(servers) == 0 {
-					continue
-				}
+			servers := serversFor(m, c.Servers)
+			if len(servers) == 0 {
+				continue
 			}
 			for _, sh := range c.Shapes {
 				for _, w := range c.Works {

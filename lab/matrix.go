@@ -251,17 +251,9 @@ func (c *MatrixConfig) Plan() []MatrixBlock {
 	var plan []MatrixBlock
 	for r := 1; r <= c.Rounds; r++ {
 		for _, m := range c.Modes {
-			servers := c.Servers
-			if m == ModePool {
-				servers = nil
-				for _, s := range c.Servers {
-					if isSluice(s) {
-						servers = append(servers, s)
-					}
-				}
-				if len(servers) == 0 {
-					continue
-				}
+			servers := serversFor(m, c.Servers)
+			if len(servers) == 0 {
+				continue
 			}
 			for _, n := range c.Conns {
 				for _, w := range c.Works {
@@ -271,6 +263,22 @@ func (c *MatrixConfig) Plan() []MatrixBlock {
 		}
 	}
 	return plan
+}
+
+// serversFor returns the servers a block of mode runs: all of them
+// inline, the sluice servers alone in pool mode (gnet and net have no
+// worker pool).
+func serversFor(mode string, servers []string) []string {
+	if mode != ModePool {
+		return servers
+	}
+	var out []string
+	for _, s := range servers {
+		if isSluice(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // blockKey names a block of the plan.

@@ -43,8 +43,10 @@ func (s *stage) beforeRead(c *Conn, edge bool) bool {
 		s.since = s.arrivalBound(a, false)
 	}
 	s.openRead(c)
-	if s.auto {
-		s.startRead(c, s.e.clock()) // frames held in c.in are dispatched first
+	if s.auto && s.rd.t0 == 0 && (s.v.recvMode || len(c.in) > 0 && c.flags&fPartial == 0) {
+		// frames held in c.in go before the read, whose readStart dates
+		// the rest; recv mode's ready-list path has no readStart
+		s.startRead(c, s.e.clock())
 	}
 	return true
 }
