@@ -239,7 +239,7 @@ func (s *stage) noteIdle() {
 func (s *stage) afterFrame() {
 	t := s.e.clock()
 	s.caps.Observe(t - s.admitAt)
-	s.served(t-s.admitAt, s.frame.Priority)
+	s.rd.serve += t - s.admitAt // the open read's handler time (rationRead)
 	s.lp.SetCoDelTarget(s.caps.Target())
 	s.doneAt = t // the next frame of this read is admitted at this reading, not another
 }

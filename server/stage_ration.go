@@ -1,9 +1,6 @@
 package server
 
-import (
-	"github.com/sluicenet/sluice/admission"
-	"github.com/sluicenet/sluice/admission/shed"
-)
+import "github.com/sluicenet/sluice/admission/shed"
 
 // Rationed reads (docs/OVERLOAD.md#rationed-reads): the stage times the
 // frames it refuses, read by read, and once refusing takes more than
@@ -25,7 +22,7 @@ type readAccount struct {
 	rej0    uint64
 	frames0 uint64
 	serve   int64 // handler time of its admitted frames
-	crit    bool  // a critical frame was among them
+	crit    bool  // a critical frame was among its refused ones
 }
 
 // heldList is the rationed connections in the order they were held, so
@@ -50,14 +47,6 @@ func (s *stage) openRead(c *Conn) {
 func (s *stage) startRead(c *Conn, t int64) {
 	if s.auto && s.rd.c == c && s.rd.t0 == 0 {
 		s.rd.t0 = t
-	}
-}
-
-// served adds an admitted frame's handler time to the open read.
-func (s *stage) served(d int64, p admission.Priority) {
-	s.rd.serve += d
-	if p == admission.PriorityCritical {
-		s.rd.crit = true
 	}
 }
 
