@@ -65,6 +65,7 @@ type stage struct {
 	ration  shed.Ration // auto: what refusing costs the loop, and the rationed reads' hold
 	rd      readAccount // auto: the read being dispatched, for ration
 	held    heldList    // auto: connections not read while the loop rations (rationRead)
+	light   lightCount  // auto: the connections that sent frames, window by window, and the pace that makes one light
 	admitAt int64       // auto: clock at the last admission, start of the handler's time
 	doneAt  int64       // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
 
@@ -106,7 +107,9 @@ type connStage struct {
 	lazyAt     int64     // the turn that put it on its lazy list
 	slowAt     int64     // when a connection on the slow list is read
 	heldUntil  int64     // when a rationed connection is read again (sRationed)
-	pace       shed.Pace // with longPark: its time between frames, sparse or dense
+	pace       shed.Pace // auto or long parks: its time between frames, sparse or dense, light or not
+	window     uint32    // auto: the busy window in which it last sent a frame (lightCount)
+	refusedRun uint8     // auto: its frames refused for an admission reason since one was admitted (saturating; lightConn)
 	prevLazy   *connStage
 	nextLazy   *connStage
 	nextSlow   *connStage
@@ -167,6 +170,7 @@ func newStage(l *loop, sc stageConfig) *stage {
 		s.caps = shed.NewCaps(shed.LoopMinCap, s.rejDelay)
 		s.lp.SetCoDelTarget(s.caps.Target())
 		s.busy = shed.NewBusy(s.e.clock())
+		s.light.window = 1 // a new connection's zero is no window
 		if p.Admitter.Tenants() == nil {
 			s.fair = &shed.Fair{}
 		}
@@ -228,6 +232,7 @@ func (s *stage) noteIdle() {
 	}
 	if busy, closed := s.busy.Judge(s.v.now, s.caps.Short()); closed {
 		s.ration.Judge(busy, s.busy.Overloaded())
+		s.light.roll(s.caps.Service())
 		s.st[gRefuseShare] = uint64(s.ration.Share())
 	}
 }
@@ -255,10 +260,15 @@ func (s *stage) now() int64 {
 	return s.e.clock()
 }
 
-// delayCap returns the queueing delay above which a frame of priority p is
-// refused, and the reason; 0 means no cap.
-func (s *stage) delayCap(p admission.Priority) (int64, admission.Reason) {
-	return s.capFor(p, s.standing())
+// delayCap returns the queueing delay above which a frame of priority p
+// from c is refused, and the reason; 0 means no cap. A light connection's
+// normal frames get L (docs/OVERLOAD.md#light-connections).
+func (s *stage) delayCap(c *Conn, p admission.Priority) (int64, admission.Reason) {
+	limit, r := s.capFor(p, s.standing())
+	if s.auto && p == admission.PriorityNormal && limit < s.caps.Long() && s.isLight(c) {
+		limit = s.caps.Long()
+	}
+	return limit, r
 }
 
 // capFor is delayCap with the judgement of a standing queue given: the

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"math"
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
@@ -19,9 +20,11 @@ import (
 // the pool or the handler; false means it was refused and answered (or
 // replayed from the idempotency store).
 func (s *stage) admitFrame(c *Conn, frame []byte) bool {
-	if s.parksLong() {
-		if a := s.of(c); a != nil {
+	var a *connStage
+	if s.auto || s.parksLong() {
+		if a = s.of(c); a != nil {
 			a.pace.Frame()
+			s.light.sent(a)
 		}
 	}
 	if s.fn != nil {
@@ -33,7 +36,13 @@ func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 		s.act.answerReject(c, frame, v.Reason, v.RetryAfter)
 		return false
 	}
-	return s.admitPolicy(c, frame)
+	if !s.admitPolicy(c, frame) {
+		return false
+	}
+	if a != nil {
+		a.refusedRun = 0
+	}
+	return true
 }
 
 // admitPolicy runs the Admitter's order for one frame, then its idempotency
@@ -99,7 +108,7 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 			s.refuse(c, frame, v.Reason, v.RetryAfter)
 			return false
 		}
-		if limit, r := s.delayCap(f.Priority); limit > 0 && t-s.since > limit {
+		if limit, r := s.delayCap(c, f.Priority); limit > 0 && t-s.since > limit {
 			// come back no sooner than this reject may have been held
 			s.refuse(c, frame, r, time.Duration(max(limit, s.rejDelay)))
 			return false
@@ -120,6 +129,11 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter time.Duration) {
 	s.st.refused(r)
 	s.st[cRefusedPrioBase+int(s.frame.Priority)]++
+	if s.auto {
+		if a := s.of(c); a != nil && a.refusedRun < math.MaxUint8 {
+			a.refusedRun++
+		}
+	}
 	if s.frame.Priority == admission.PriorityCritical {
 		s.rd.crit = true // a read that refuses a critical frame is not held: it would age the next
 	}

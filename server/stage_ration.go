@@ -76,7 +76,7 @@ func (s *stage) rationRead(c *Conn, a *connStage) {
 	if released {
 		c.flags &^= fRejOnly // the batch the hold gathered goes out with this turn
 	}
-	if !s.ration.On() || rej < frames || rd.crit || released || s.v.draining ||
+	if !s.ration.On() || rej < frames || rd.crit || released || s.v.draining || s.lightConn(a) ||
 		c.flags&fClosed != 0 || c.closing != nil || a.flags&(sSlow|sRationed) != 0 {
 		return
 	}
@@ -154,3 +154,53 @@ func (s *stage) heldDue() int64 {
 	}
 	return s.held.head.heldUntil
 }
+
+// lightCount counts, busy window by busy window, the connections that sent
+// frames, and derives from the last window's count the pace at which a
+// connection is light (shed.LightGap): under a standing queue its frames
+// are admitted up to L, and its reads are not deferred below L, so that a
+// connection far below its fair share of the loop does not pay for those
+// above it (docs/OVERLOAD.md#light-connections).
+type lightCount struct {
+	window uint32 // the current window's number
+	active int32  // connections that sent a frame in it
+	gap    int64  // shed.LightGap of the last window; 0: none is light
+}
+
+// sent counts a's frame in the current window.
+func (l *lightCount) sent(a *connStage) {
+	if a.window != l.window {
+		a.window = l.window
+		l.active++
+	}
+}
+
+// roll closes the window: the light pace follows its count and the loop's
+// average service time.
+func (l *lightCount) roll(service int64) {
+	l.gap = shed.LightGap(service, l.active)
+	l.active = 0
+	l.window++
+}
+
+// isLight reports whether c is light (lightConn).
+func (s *stage) isLight(c *Conn) bool {
+	if c == nil {
+		return false
+	}
+	a := s.of(c)
+	return a != nil && s.lightConn(a)
+}
+
+// lightConn reports whether a's connection is light: its pace is at least
+// the light gap, and not more than one of its frames was refused since one
+// was admitted. A client that answers each refusal with a new request is
+// paced by the refusals' holds, not by its demand (serving it would
+// quicken it at once), and its reads bring its refused frames in runs; a
+// light one refused once, late in a long turn, stays light.
+func (s *stage) lightConn(a *connStage) bool {
+	return a.refusedRun < lightRefusedRun && a.pace.Light(s.light.gap)
+}
+
+// lightRefusedRun refused frames in a row make a connection not light.
+const lightRefusedRun = 2

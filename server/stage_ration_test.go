@@ -168,3 +168,87 @@ func TestRationedReadsZeroAllocs(t *testing.T) {
 		t.Errorf("%.1f allocations per rationed cycle, want 0", n)
 	}
 }
+
+// TestLightConnections: under a standing queue a connection that sends at
+// most half its fair share of the loop (shed.LightGap over the last busy
+// window's connections) gets L for its normal frames and is read, not
+// deferred, while its bytes are younger than L; a dense one beside it gets
+// C and is held. One with two frames refused in a row is not light, and
+// with 5,000 connections in the window the same pace is no longer light.
+func TestLightConnections(t *testing.T) {
+	s, l := rationStage(t, false)
+	us, ms := int64(time.Microsecond), int64(time.Millisecond)
+	for i := 0; i < 200; i++ { // handlers of 200 µs
+		s.admitAt = s.e.clock() - 200*us
+		s.afterFrame()
+	}
+	light := &Conn{loop: l, fd: 7}
+	la := &connStage{drainedAt: l.now}
+	s.track(light, la)
+	dense := &Conn{loop: l, fd: 8}
+	da := &connStage{drainedAt: l.now}
+	s.track(dense, da)
+	t0 := l.now
+	la.pace.Read(t0)
+	da.pace.Read(t0)
+	la.pace.Frame() // one frame in 50 ms: 20/s
+	la.pace.Read(t0 + 50*ms)
+	for i := 0; i < 10; i++ { // ten frames in 2 ms
+		da.pace.Frame()
+	}
+	da.pace.Read(t0 + 2*ms)
+	window := func(conns int) {
+		t.Helper()
+		s.light.sent(la)
+		s.light.sent(da)
+		for i := 2; i < conns; i++ { // the others: counted once each
+			s.light.sent(&connStage{})
+		}
+		l.now, l.slept = s.busy.WindowEnd(), false
+		s.noteIdle()
+		if !s.overloaded() || !s.standing() {
+			t.Fatal("a window without sleep: not a standing queue")
+		}
+	}
+	window(65)
+	c, L := s.caps.Short(), s.caps.Long()
+	if got, _ := s.delayCap(light, admission.PriorityNormal); got != L {
+		t.Errorf("light connection (20/s of a fair %.0f/s): cap %v, want L %v", 1e9/float64(s.caps.Service()*65), time.Duration(got), time.Duration(L))
+	}
+	if got, _ := s.delayCap(light, admission.PriorityBestEffort); got != c/2 {
+		t.Errorf("light connection's best-effort frame: cap %v, want C/2 %v", time.Duration(got), time.Duration(c/2))
+	}
+	if got, _ := s.delayCap(dense, admission.PriorityNormal); got != c {
+		t.Errorf("dense connection: cap %v, want C %v", time.Duration(got), time.Duration(c))
+	}
+	// One frame refused since the last admitted: still light. Two: paced
+	// by its refusals, not light until a frame of its is admitted again.
+	la.refusedRun = 1
+	if got, _ := s.delayCap(light, admission.PriorityNormal); got != L {
+		t.Errorf("light pace, one frame refused: cap %v, want L %v", time.Duration(got), time.Duration(L))
+	}
+	la.refusedRun = 2
+	if got, _ := s.delayCap(light, admission.PriorityNormal); got != c {
+		t.Errorf("light pace, two frames refused: cap %v, want C %v", time.Duration(got), time.Duration(c))
+	}
+	la.refusedRun = 0
+	// Bytes waiting longer than C, not than L: the light one is read, the
+	// dense one held (the loop rations).
+	now := s.e.clock()
+	l.now = now
+	la.drainedAt, da.drainedAt = now-2*c, now-2*c
+	la.flags &^= sFresh
+	da.flags &^= sFresh
+	if !s.beforeRead(light, true) {
+		t.Error("light connection's read deferred")
+	}
+	s.readEnd(light, 0, false)
+	if s.beforeRead(dense, true) || da.flags&sRationed == 0 {
+		t.Errorf("dense connection read (flags %b)", da.flags)
+	}
+	// 5,000 connections sending: its share is far below 20/s.
+	window(5000)
+	if got, _ := s.delayCap(light, admission.PriorityNormal); got != c {
+		t.Errorf("light connection among 5,000: cap %v, want C %v", time.Duration(got), time.Duration(c))
+	}
+}

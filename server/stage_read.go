@@ -62,6 +62,9 @@ func (s *stage) deferRead(c *Conn, a *connStage) bool {
 	// deferred reads that a paused generator's clients were waiting on
 	// (docs/OVERLOAD.md#held-refusals-and-parked-reads)
 	limit, _ := s.capFor(admission.PriorityNormal, s.overloaded())
+	if s.auto && s.lightConn(a) {
+		limit = s.caps.Long() // its frames are admitted up to L
+	}
 	if s.e.clock()-s.arrivalBound(a, true) <= limit {
 		return false
 	}
@@ -172,7 +175,7 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 	if a == nil {
 		return
 	}
-	if s.parksLong() {
+	if s.auto || s.parksLong() {
 		a.pace.Read(s.v.now)
 	}
 	s.rationRead(c, a)

@@ -82,3 +82,24 @@ func (p *Pace) Sparse() bool { return p.gap*RejectBatch >= SparseGap }
 // BatchDue returns when the connection's next RejectBatch frames are due
 // at its pace, from now.
 func (p *Pace) BatchDue(now int64) int64 { return now + p.gap*RejectBatch }
+
+// LightShares: a connection sending at most 1/LightShares of its fair
+// share of a loop is light (docs/OVERLOAD.md, "Light connections"): all
+// light connections together ask at most that part of the loop, so
+// serving them up to L cannot overload it.
+const LightShares = 2
+
+// LightGap returns the average time between frames at or above which a
+// connection is light on a loop of average service time service (ns) that
+// active connections sent to in its last busy window; 0 (none is light)
+// before either is measured.
+func LightGap(service int64, active int32) int64 {
+	if service <= 0 || active <= 0 {
+		return 0
+	}
+	return LightShares * service * int64(active)
+}
+
+// Light reports whether the connection's measured pace is at least gap
+// (LightGap) apart; never with no measurement or gap 0.
+func (p *Pace) Light(gap int64) bool { return gap > 0 && p.gap >= gap }

@@ -62,6 +62,34 @@ func TestPace(t *testing.T) {
 	}
 }
 
+// TestLight: a connection is light when its pace is at least
+// LightShares fair shares apart (service × active connections), and
+// never without a measurement of either.
+func TestLight(t *testing.T) {
+	us := int64(time.Microsecond)
+	for _, tc := range []struct {
+		name    string
+		service int64
+		active  int32
+		gap     int64 // the connection's measured pace; 0: none
+		light   bool
+	}{
+		{"no service measured", 0, 64, 50_000 * us, false},
+		{"no active connections", 200 * us, 0, 50_000 * us, false},
+		{"no pace measured", 200 * us, 64, 0, false},
+		{"20/s among 65 at 200 µs", 200 * us, 65, 50_000 * us, true},
+		{"at its fair share only", 200 * us, 65, 13_000 * us, false},
+		{"exactly half its share", 200 * us, 65, 26_000 * us, true},
+		{"dense", 200 * us, 65, 400 * us, false},
+		{"5,000 connections: a share is 2 s", 200 * us, 5000, 50_000 * us, false},
+	} {
+		p := Pace{gap: tc.gap}
+		if got := p.Light(LightGap(tc.service, tc.active)); got != tc.light {
+			t.Errorf("%s: light %v, want %v (gap %d)", tc.name, got, tc.light, LightGap(tc.service, tc.active))
+		}
+	}
+}
+
 // TestPredictedLong: frames ahead and one in service, over the workers,
 // plus its own service, against the limit; an empty queue takes a frame.
 func TestPredictedLong(t *testing.T) {
