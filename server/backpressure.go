@@ -39,6 +39,7 @@ func (c *Conn) pauseRead() {
 	l.bp.nPaused++
 	c.full.Store(true)
 	l.st[cPauses]++
+	l.writabilityChanged(c)
 }
 
 // mayResume reports whether a paused connection may read again: its
@@ -64,6 +65,37 @@ func (c *Conn) resumeRead() {
 	l.bp.nPaused--
 	c.full.Store(false)
 	l.ready(c, fNeedRead)
+	l.writabilityChanged(c)
+}
+
+// writabilityChanged lists c for writabilityPhase, once, when the handler
+// hears of writability.
+func (l *loop) writabilityChanged(c *Conn) {
+	if l.wh != nil && c.flags&fWListed == 0 {
+		c.flags |= fWListed
+		l.wlist = append(l.wlist, c)
+	}
+}
+
+// writabilityPhase tells the handler of each listed connection whose
+// writability differs from what it was last told. A callback's writes may
+// list more connections; they are told in the same phase.
+func (l *loop) writabilityPhase() {
+	for i := 0; i < len(l.wlist); i++ {
+		c := l.wlist[i]
+		l.wlist[i] = nil
+		c.flags &^= fWListed
+		if c.flags&fClosed != 0 {
+			continue
+		}
+		writable := c.flags&fPaused == 0
+		if writable == (c.flags&fUnwritable == 0) {
+			continue
+		}
+		c.flags ^= fUnwritable
+		l.wh.OnWritable(c, writable)
+	}
+	l.wlist = l.wlist[:0]
 }
 
 // overQueuedReadBytes is what a connection with nothing queued may read

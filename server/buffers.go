@@ -23,14 +23,15 @@ const (
 	// encodeSlackBytes is the room WriteFrame leaves beyond the frame for
 	// the codec's header; a codec that needs more takes the slow path.
 	encodeSlackBytes = 64
-	// smallOutSegments and maxOutSegments size the two out-queue classes. A
-	// queue starts small (coalescing makes one segment per chunk, so a
-	// typical queue holds one or two) and moves to a large one when it
-	// fills: 128 slots cost 5 KiB, more than most busy connections need.
-	// maxOutSegments caps the segments in one out-queue; only WriteOwned
-	// messages and off-loop writes take one segment each.
+	// smallOutSegments and largeOutSegments size the first two out-queue
+	// classes. A queue starts small (coalescing makes one segment per
+	// chunk, so a typical queue holds one or two) and moves to a large one
+	// when it fills: 128 slots cost 5 KiB, more than most busy connections
+	// need. Only WriteOwned messages and large off-loop writes take one
+	// segment each; a queue with more moves to the last class, sized so
+	// that the budgets, not the segments, decide what fits (maxSegments).
 	smallOutSegments = 4
-	maxOutSegments   = 128
+	largeOutSegments = 128
 	// maxFreeChunks and maxFreeOutQueues bound the per-loop free lists
 	// (4 MiB of chunks, ~0.5 MiB of queues); what a burst allocates beyond
 	// them goes back to the garbage collector. With MaxQueuedBytes set, a
@@ -47,6 +48,7 @@ const (
 	minSplitRoomBytes     = 1 << 10
 	maxFreeSmallOutQueues = 1024
 	maxFreeLargeOutQueues = 64
+	maxFreeHugeOutQueues  = 8
 )
 
 // bufferPools are a loop's free lists and scratch space.
@@ -54,14 +56,24 @@ type bufferPools struct {
 	outqs   outQueuePool
 	chunks  chunkPool
 	ins     inPool
-	maxSegs int    // segments one out-queue may hold
+	maxSegs int    // segments one out-queue may hold (maxSegments)
 	scratch []byte // a frame encoded whole before it is split across chunks, or a reject (at most a chunk)
 	spare   *chunk // the chunk Conn.AvailableBuffer lent when the tail had too little room; in no queue
 }
 
+// maxSegments is the most segments one out-queue may hold: one per
+// message and per chunk the byte budget fills, twice over, so that a write
+// within the budgets never finds the segments full (messages from other
+// goroutines, booked against a published occupancy, may pass the budgets
+// by what the loop queued meanwhile; docs/FANOUT.md).
+func maxSegments(cfg *Config) int {
+	return 2*(cfg.OutQueueMsgs+cfg.OutQueueBytes/outChunkBytes) + 4
+}
+
 // init sizes the pools for cfg (with defaults applied).
 func (p *bufferPools) init(cfg *Config) {
-	p.maxSegs = min(maxOutSegments, cfg.OutQueueMsgs)
+	p.maxSegs = maxSegments(cfg)
+	p.outqs.caps = [3]int{min(smallOutSegments, p.maxSegs), min(largeOutSegments, p.maxSegs), p.maxSegs}
 	p.chunks.max = max(maxFreeChunks, cfg.MaxQueuedBytes/max(1, cfg.Loops)/outChunkBytes)
 }
 
@@ -111,41 +123,36 @@ func (p *chunkPool) get() *chunk {
 type outQueue struct {
 	segs  ringq.Ring[ioflush.Segment]
 	msgs  ringq.Ring[int32]
-	large bool
+	class uint8 // its outQueuePool class: small, large, huge
 	next  *outQueue
 }
 
-// outQueuePool is a loop's two free lists of out-queues; not safe for
+// outQueuePool is a loop's three free lists of out-queues; not safe for
 // concurrent use.
 type outQueuePool struct {
-	free [2]*outQueue // small, large
-	n    [2]int
+	caps [3]int       // each class's segments: small, large, huge
+	free [3]*outQueue // by class
+	n    [3]int
 }
 
-func (p *outQueuePool) get(large bool, capacity int) *outQueue {
-	i := 0
-	if large {
-		i = 1
-	}
+// get returns an empty queue of class i.
+func (p *outQueuePool) get(i uint8) *outQueue {
 	if q := p.free[i]; q != nil {
 		p.free[i] = q.next
 		q.next = nil
 		p.n[i]--
 		return q
 	}
-	q := &outQueue{large: large}
-	q.segs.Init(capacity)
-	q.msgs.Init(capacity)
+	q := &outQueue{class: i}
+	q.segs.Init(p.caps[i])
+	q.msgs.Init(p.caps[i])
 	return q
 }
 
 // put recycles an empty queue.
 func (p *outQueuePool) put(q *outQueue) {
-	i, limit := 0, maxFreeSmallOutQueues
-	if q.large {
-		i, limit = 1, maxFreeLargeOutQueues
-	}
-	if p.n[i] < limit {
+	i := q.class
+	if p.n[i] < [3]int{maxFreeSmallOutQueues, maxFreeLargeOutQueues, maxFreeHugeOutQueues}[i] {
 		q.next = p.free[i]
 		p.free[i] = q
 		p.n[i]++

@@ -42,6 +42,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	}
 	c.state.Store(stateClosed)
 	c.full.Store(false)
+	c.publishOut()
 	l.timers.remove(&c.tm)
 	if l.orphanOut(c) { // the kernel may still read the out-queue: the poller keeps it
 		l.bp.outBytes -= c.outBytes
@@ -60,7 +61,18 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	c.releaseHeld()
 	l.st[cClosedBase+int(CauseOf(cause))]++
 	l.e.connClosed()
-	l.h.OnClose(c, cause)
+	l.h.OnClose(c, c.closing) // the cause asked for (CloseWithError), though a write stall or an error ended the flush: the counters count that
+}
+
+// abort closes c at once (Conn.Abort): SO_LINGER 0 makes the close send a
+// reset and drop what the kernel still holds; queued output is dropped.
+func (l *loop) abort(c *Conn) {
+	if c.flags&fClosed != 0 {
+		return
+	}
+	setLingerZero(int(c.fd))
+	c.closing = nil // an abort ends a graceful close too
+	l.closeNow(c, ErrAborted)
 }
 
 // hangupCause is the close cause for EPOLLHUP/EPOLLERR on a connection that

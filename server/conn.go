@@ -11,7 +11,7 @@ import (
 )
 
 // connFlag is loop-owned connection state; only the loop reads or writes it.
-type connFlag uint16
+type connFlag uint32
 
 const (
 	fReady       connFlag = 1 << iota // on the ready list
@@ -30,6 +30,9 @@ const (
 	fPoolWait                         // ordered pool: a frame is in the pool; the next waits until it is done
 	fPoolBacklog                      // ordered pool: input waits in c.in behind the frame in the pool (pool.backlog counts it)
 	fDeferred                         // the admission stage defers its reads (its slow list): not read until it says
+	fUserPaused                       // Conn.PauseReads: not read until ResumeReads
+	fWListed                          // on the loop's writability list (writability.go)
+	fUnwritable                       // the handler was last told the connection is not writable
 )
 
 // Connection states visible to other goroutines.
@@ -53,7 +56,16 @@ type Conn struct {
 	gen   uint64 // unique per loop; low 32 bits tag epoll events
 
 	state atomic.Uint32 // stateOpen, stateClosing, stateClosed
-	full  atomic.Bool   // above the out-queue high watermark (off-loop writers fail fast)
+	full  atomic.Bool   // above the out-queue high watermark, or reading paused for the engine's byte budget: not Writable
+
+	// the out-queue budget shared with other goroutines (fanout.go): what
+	// off-loop writes booked and the loop has not queued yet, and the
+	// loop's own occupancy, published once shared is set
+	shared   atomic.Bool
+	resMsgs  atomic.Int64
+	resBytes atomic.Int64
+	pubMsgs  atomic.Int64
+	pubBytes atomic.Int64
 
 	// input: nil unless a partial frame (or held-back frames) must be kept
 	in         []byte
@@ -100,15 +112,14 @@ func (c *Conn) Context() any {
 	return nil
 }
 
-// Write queues a copy of p as one message. On the loop it fails with
-// ErrQueueFull if the message would pass OutQueueMsgs or OutQueueBytes, and
-// with ErrClosed after Close; p from AvailableBuffer is queued in place.
-// Off the loop it fails fast with ErrQueueFull
-// while the out-queue is above its high watermark, with ErrInboxFull when the
-// loop's inbox is full, and otherwise queues the write for the loop; if the
-// loop then finds the out-queue budget exhausted, it closes the connection
-// with ErrQueueFull rather than drop bytes it said it took. The bytes leave
-// at the end of the loop turn (one writev per connection per turn).
+// Write queues a copy of p as one message. It fails with ErrQueueFull if
+// the message would pass OutQueueMsgs or OutQueueBytes (counting what
+// writes from any goroutine queued or booked), and with ErrClosed after
+// Close; it never closes the connection itself (docs/FANOUT.md). On the
+// loop p from AvailableBuffer is queued in place. Off the loop the message
+// is booked against the budgets at once, so the error is synchronous, and
+// handed to the loop's inbox (ErrInboxFull when that is full). The bytes
+// leave at the end of the loop turn (one writev per connection per turn).
 func (c *Conn) Write(p []byte) error {
 	l := c.loop
 	if l.onLoop() {
@@ -169,10 +180,14 @@ func (c *Conn) WriteOwned(b []byte, release func()) error {
 	if l.onLoop() {
 		return c.writeSegment(seg)
 	}
-	if err := c.precheck(); err != nil {
+	if err := c.reserve(len(b)); err != nil {
 		return err
 	}
-	return l.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen, seg: seg})
+	if err := l.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen, seg: seg}); err != nil {
+		c.unreserve(len(b))
+		return err
+	}
+	return nil
 }
 
 // Close closes the connection after its queued output is written (bounded
@@ -200,23 +215,11 @@ func (c *Conn) CloseWithError(cause error) error {
 	return l.submit(task{kind: taskClose, fd: c.fd, gen: c.gen, cause: cause})
 }
 
-// precheck is the off-loop fast refusal: closed, or above the high
-// watermark.
-func (c *Conn) precheck() error {
-	if c.state.Load() != stateOpen {
-		return ErrClosed
-	}
-	if c.full.Load() {
-		return ErrQueueFull
-	}
-	return nil
-}
-
 // writeAsync copies (or encodes, with codec) p into a pooled buffer and
 // hands it to the loop's inbox.
 func (c *Conn) writeAsync(p []byte, codec protocol.Codec) error {
-	if err := c.precheck(); err != nil {
-		return err
+	if c.state.Load() != stateOpen {
+		return ErrClosed
 	}
 	bb := bytebufferpool.Get()
 	if codec != nil {
@@ -224,9 +227,15 @@ func (c *Conn) writeAsync(p []byte, codec protocol.Codec) error {
 	} else {
 		bb.B = append(bb.B[:0], p...)
 	}
+	n := len(bb.B)
+	if err := c.reserve(n); err != nil {
+		bytebufferpool.Put(bb)
+		return err
+	}
 	err := c.loop.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen,
 		seg: ioflush.Segment{Buf: bb.B, Pooled: bb}})
 	if err != nil {
+		c.unreserve(n)
 		bytebufferpool.Put(bb)
 	}
 	return err
@@ -234,5 +243,5 @@ func (c *Conn) writeAsync(p []byte, codec protocol.Codec) error {
 
 // readable reports whether the loop should read from c now.
 func (c *Conn) readable() bool {
-	return c.flags&(fClosed|fPaused|fEOF|fPoolWait) == 0 && c.closing == nil
+	return c.flags&(fClosed|fPaused|fEOF|fPoolWait|fUserPaused) == 0 && c.closing == nil
 }

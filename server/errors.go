@@ -68,6 +68,10 @@ var (
 	// Conn.Close or a handler returning Close.
 	ErrLocalClose = errors.New("sluice: connection closed by the server")
 
+	// ErrAborted is the OnClose cause after Conn.Abort: closed at once with
+	// a reset, queued output dropped. It counts as a local close.
+	ErrAborted = fmt.Errorf("%w: aborted", ErrLocalClose)
+
 	// ErrShutdown is the cause for connections closed by Engine.Shutdown.
 	ErrShutdown = errors.New("sluice: engine shutting down")
 

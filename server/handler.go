@@ -50,12 +50,26 @@ type Handler interface {
 	OnClose(c *Conn, cause error)
 }
 
-// HandlerFuncs adapts functions to Handler; a nil field does nothing and
-// returns None.
+// WritabilityHandler is what a Handler may also implement to hear when a
+// connection's writability (Conn.Writable) changes: false once its
+// out-queue passes its high watermark (OutQueueHighBytes, or half of
+// OutQueueMsgs) or the engine holds its reads for MaxQueuedBytes, true
+// again at the low watermark. A publisher stops writing to c, or pauses
+// its own sources (Conn.PauseReads), on false and goes on at true
+// (docs/FANOUT.md). It runs on c's loop after the turn's writes, at most
+// once per connection per turn, and only for a change since the last
+// call; a connection starts writable.
+type WritabilityHandler interface {
+	OnWritable(c *Conn, writable bool)
+}
+
+// HandlerFuncs adapts functions to Handler (and WritabilityHandler); a nil
+// field does nothing and returns None.
 type HandlerFuncs struct {
-	Open  func(c *Conn) Action
-	Frame func(c *Conn, frame []byte) Action
-	Close func(c *Conn, cause error)
+	Open     func(c *Conn) Action
+	Frame    func(c *Conn, frame []byte) Action
+	Close    func(c *Conn, cause error)
+	Writable func(c *Conn, writable bool)
 }
 
 // OnOpen calls h.Open if set.
@@ -78,5 +92,12 @@ func (h HandlerFuncs) OnFrame(c *Conn, frame []byte) Action {
 func (h HandlerFuncs) OnClose(c *Conn, cause error) {
 	if h.Close != nil {
 		h.Close(c, cause)
+	}
+}
+
+// OnWritable calls h.Writable if set.
+func (h HandlerFuncs) OnWritable(c *Conn, writable bool) {
+	if h.Writable != nil {
+		h.Writable(c, writable)
 	}
 }

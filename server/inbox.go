@@ -12,9 +12,15 @@ import (
 type taskKind uint8
 
 const (
-	taskWrite taskKind = iota + 1 // queue seg on the connection (one message)
-	taskClose                     // close the connection gracefully with cause
-	taskDone                      // a worker finished one of the connection's frames
+	taskWrite   taskKind = iota + 1 // queue seg on the connection (one message, booked: reserve)
+	taskClose                       // close the connection gracefully with cause
+	taskDone                        // a worker finished one of the connection's frames
+	taskPause                       // Conn.PauseReads
+	taskResume                      // Conn.ResumeReads
+	taskAbort                       // Conn.Abort
+	taskRun                         // Conn.Run: fn with the connection
+	taskLoopRun                     // Engine.Run: fn0, no connection
+	taskFanout                      // Fanout.Send: fan's frame to its connections on this loop
 )
 
 // task is work handed to a loop by another goroutine. It names its
@@ -28,10 +34,22 @@ type task struct {
 	gen   uint64
 	seg   ioflush.Segment
 	cause error
+	fn    func(*Conn)
+	fn0   func()
+	fan   *fanTask
 }
 
-// release frees what the task owns; used when a task is dropped.
-func (t *task) release() { t.seg.Release() }
+// release frees what the task owns; used when a task is dropped (its
+// connection is gone, or the loop stopped). A dropped write's booking
+// stays on its connection, which is closed and never reused.
+func (t *task) release() {
+	t.seg.Release()
+	if ft := t.fan; ft != nil {
+		fb := ft.buf
+		putFanTask(ft)
+		fb.release()
+	}
+}
 
 // inbox is a loop's bounded multi-producer, single-consumer queue. Producers
 // take a mutex for a few nanoseconds per push (off-loop calls are the slow
@@ -121,8 +139,19 @@ func (l *loop) inboxPhase() {
 	for i := 0; i < n; i++ {
 		t := &l.inbox.batch[i]
 		l.st[cInboxTasks]++
-		if t.kind == taskDone { // counts even for a connection that has gone
+		switch t.kind {
+		case taskDone: // counts even for a connection that has gone
 			l.poolDone(t)
+			*t = task{}
+			continue
+		case taskLoopRun:
+			if t.fn0 != nil {
+				t.fn0()
+			}
+			*t = task{}
+			continue
+		case taskFanout:
+			l.fanout(t.fan)
 			*t = task{}
 			continue
 		}
@@ -135,14 +164,17 @@ func (l *loop) inboxPhase() {
 		}
 		switch t.kind {
 		case taskWrite:
-			if err := c.writeSegment(t.seg); err != nil {
+			if err := c.queueAsync(t.seg); err != nil {
 				t.release()
-				if err == ErrQueueFull {
-					l.requestClose(c, ErrQueueFull)
-				}
 			}
 		case taskClose:
 			l.requestClose(c, t.cause)
+		case taskPause, taskResume, taskAbort:
+			l.connTask(c, t.kind)
+		case taskRun:
+			if t.fn != nil {
+				t.fn(c)
+			}
 		}
 		*t = task{}
 	}

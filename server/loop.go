@@ -25,8 +25,10 @@ type loop struct {
 	cfg      *Config
 	h        Handler
 	codec    protocol.Codec
-	rejecter protocol.Rejecter // the codec's; nil: a refused frame closes its connection
-	shed     shedder           // the admission stage (stage.go), or noShed without Config.Admission
+	rejecter protocol.Rejecter  // the codec's; nil: a refused frame closes its connection
+	shed     shedder            // the admission stage (stage.go), or noShed without Config.Admission
+	wh       WritabilityHandler // the handler's, or nil
+	wlist    []*Conn            // connections whose writability changed this turn (writabilityPhase)
 
 	m     atomic.Uintptr // getm() of the loop goroutine while it runs, else 0
 	awake atomic.Bool    // true: the loop will look at its inbox without an eventfd write
@@ -100,6 +102,10 @@ func newLoop(e *Engine, id int) *loop {
 		bp:    backpressure{msgsHigh: max(1, cfg.OutQueueMsgs/2), msgsLow: cfg.OutQueueMsgs / 4},
 	}
 	l.rejecter, _ = l.codec.(protocol.Rejecter)
+	l.wh, _ = e.h.(WritabilityHandler)
+	if hf, ok := e.h.(HandlerFuncs); ok && hf.Writable == nil {
+		l.wh = nil
+	}
 	l.pools.init(cfg)
 	l.shed = noShed{}
 	if cfg.Admission != nil {
@@ -158,6 +164,7 @@ func (l *loop) submit(t task) error {
 //	timers  connection deadlines due, the EMFILE retry
 //	drain   shutdown: close the listener, ask every connection to close
 //	flush   one budgeted writev per dirty connection; finish graceful closes
+//	writable  OnWritable for the connections whose writability changed
 //	control read the clock once more (turn duration, request latency
 //	        histograms), listener in or out of epoll (gate), arm the
 //	        timerfd, publish counters and histograms
@@ -200,6 +207,7 @@ func (l *loop) run() {
 		l.timerPhase()
 		l.drainPhase()
 		l.flushPhase()
+		l.writabilityPhase()
 		l.controlPhase()
 	}
 }

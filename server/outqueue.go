@@ -12,13 +12,15 @@ import (
 // connection dirty and pauses its reads above the high watermark. The
 // Conn write methods call these on the loop; the flush side is write.go.
 
-// canQueue checks c's out-queue budgets for one more message of n bytes.
+// canQueue checks c's out-queue budgets for one more message of n bytes,
+// counting what writes from other goroutines booked and the loop has not
+// queued yet.
 func (c *Conn) canQueue(n int) error {
 	l := c.loop
 	if c.closing != nil || c.flags&fClosed != 0 {
 		return ErrClosed
 	}
-	if c.outMsgs+1 > l.cfg.OutQueueMsgs || c.outBytes+n > l.cfg.OutQueueBytes {
+	if c.outMsgs+int(c.resMsgs.Load())+1 > l.cfg.OutQueueMsgs || c.outBytes+int(c.resBytes.Load())+n > l.cfg.OutQueueBytes {
 		l.st[cQueueFull]++
 		return ErrQueueFull
 	}
@@ -32,7 +34,7 @@ func (c *Conn) outq() *outQueue {
 	if q := c.out; q != nil {
 		return q
 	}
-	c.out = l.pools.outqs.get(false, min(smallOutSegments, l.pools.maxSegs))
+	c.out = l.pools.outqs.get(0)
 	return c.out
 }
 
@@ -46,15 +48,19 @@ func (c *Conn) segRoom() int {
 }
 
 // pushSeg appends seg to c's out-queue (with a zero message count), moving a
-// full small queue to a large one; false if the queue holds maxSegs.
+// full queue to one of the next class; false if the queue holds maxSegs.
 func (c *Conn) pushSeg(seg ioflush.Segment) bool {
 	l := c.loop
 	q := c.outq()
 	if q.segs.Full() {
-		if q.large || q.segs.Len() >= l.pools.maxSegs {
+		if q.segs.Len() >= l.pools.maxSegs {
 			return false
 		}
-		big := l.pools.outqs.get(true, l.pools.maxSegs)
+		next := q.class + 1
+		for int(next) < len(l.pools.outqs.caps)-1 && l.pools.outqs.caps[next] <= q.segs.Len() {
+			next++
+		}
+		big := l.pools.outqs.get(next)
 		for {
 			s, ok := q.segs.Pop()
 			if !ok {
@@ -102,6 +108,7 @@ func (c *Conn) queued(n int) {
 	if c.flags&fPaused == 0 && (c.outBytes >= l.cfg.OutQueueHighBytes || c.outMsgs >= l.bp.msgsHigh) {
 		c.pauseRead()
 	}
+	c.publishOut()
 }
 
 // writeCopy is Conn.Write on the loop: it copies p into the tail chunk and
@@ -138,11 +145,27 @@ func (c *Conn) writeCopy(p []byte) error {
 		l.st[cQueueFull]++
 		return ErrQueueFull
 	}
+	c.appendCopy(p)
+	return nil
+}
+
+// appendCopy copies p (not empty) into c's tail chunk and fresh chunks as
+// one message, with no budget check: the caller made it. A queue whose
+// segments are all taken (which the budgets leave no room for:
+// maxSegments) gets the rest in its last chunk's place: the chunk is
+// grown rather than a message lost.
+func (c *Conn) appendCopy(p []byte) {
+	l := c.loop
+	n := len(p)
 	for len(p) > 0 {
 		ch := c.tailChunk
 		if ch == nil || ch.room() == 0 {
 			ch = l.pools.chunks.get()
-			c.pushSeg(ioflush.Segment{Buf: ch.b, Free: ch.free})
+			if !c.pushSeg(ioflush.Segment{Buf: ch.b, Free: ch.free}) {
+				ch.release()
+				c.appendLast(p)
+				break
+			}
 			c.tailChunk = ch
 		}
 		k := min(len(p), ch.room())
@@ -150,7 +173,18 @@ func (c *Conn) writeCopy(p []byte) error {
 		p = p[k:]
 	}
 	c.queued(n)
-	return nil
+}
+
+// appendLast appends p to the last segment of c's full out-queue as a
+// pooled copy of that segment's bytes and p (appendCopy's last resort).
+func (c *Conn) appendLast(p []byte) {
+	q := c.out
+	s := q.segs.At(q.segs.Len() - 1)
+	bb := bytebufferpool.Get()
+	bb.B = append(append(bb.B[:0], s.Buf...), p...)
+	s.Release()
+	*s = ioflush.Segment{Buf: bb.B, Pooled: bb}
+	c.tailChunk = nil
 }
 
 // minAvailableBytes is the least room Conn.AvailableBuffer offers: a tail

@@ -98,13 +98,18 @@ func (c *Conn) Reject(frame []byte, reason string, retryAfter time.Duration) err
 	if a := l.e.adm; a != nil {
 		a.Count(r)
 	}
-	if err := c.precheck(); err != nil {
-		return err
+	if c.state.Load() != stateOpen {
+		return ErrClosed
 	}
 	bb := bytebufferpool.Get()
 	bb.B = rj.AppendReject(bb.B[:0], frame, reason, retryAfter)
+	if err := c.reserve(len(bb.B)); err != nil {
+		bytebufferpool.Put(bb)
+		return err
+	}
 	err := l.submit(task{kind: taskWrite, fd: c.fd, gen: c.gen, seg: ioflush.Segment{Buf: bb.B, Pooled: bb}})
 	if err != nil {
+		c.unreserve(len(bb.B))
 		bytebufferpool.Put(bb)
 	}
 	return err

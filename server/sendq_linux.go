@@ -116,6 +116,7 @@ func (l *loop) sendDone(c *Conn, res int32) {
 		m, _ := q.msgs.Pop()
 		c.outMsgs -= int(m)
 	}
+	c.publishOut()
 	if q.segs.Empty() {
 		c.tailChunk = nil
 		c.releaseOut()

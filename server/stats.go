@@ -319,7 +319,7 @@ func (e *Engine) Stats() Stats {
 	}
 	s.Reads, s.BytesIn, s.Frames, s.ReadBudgetSpent = sum[cReads], sum[cBytesIn], sum[cFrames], sum[cReadBudgetSpent]
 	s.Flushes, s.BytesOut, s.OutArms, s.FlushBudgetSpent = sum[cFlushes], sum[cBytesOut], sum[cOutArms], sum[cFlushBudgetSpent]
-	s.Pauses, s.QueueFull, s.Rejects = sum[cPauses], sum[cQueueFull], sum[cRejects]
+	s.Pauses, s.QueueFull, s.Rejects = sum[cPauses], sum[cQueueFull]+e.queueFullOff.Load(), sum[cRejects]
 	s.SlowReads, s.LazyFlushes = sum[cSlowReads], sum[cLazyFlushes]
 	s.InboxTasks, s.StaleEvents, s.StaleTasks, s.TimerFires = sum[cInboxTasks], sum[cStaleEvents], sum[cStaleTasks], sum[cTimerFires]
 	s.Turns, s.BlockingWaits, s.Events = sum[cTurns], sum[cBlockingWaits], sum[cEvents]

@@ -13,6 +13,8 @@ type errno = netpoll.Errno
 var (
 	sysRead  = netpoll.Read
 	sysClose = netpoll.Close
+	// setLingerZero makes the next close of a socket a reset (Conn.Abort).
+	setLingerZero = netpoll.SetLingerZero
 	// listenHook, if set, runs on a new listening socket before bind; the
 	// sluice_rxstamp build (rxstamp_linux.go) turns on receive timestamps
 	// there, which accepted sockets inherit.

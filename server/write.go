@@ -112,6 +112,7 @@ func (l *loop) flushConn(c *Conn) {
 		m, _ := q.msgs.Pop()
 		c.outMsgs -= int(m)
 	}
+	c.publishOut()
 	if q.segs.Empty() {
 		c.tailChunk = nil
 	}

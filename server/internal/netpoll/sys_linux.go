@@ -32,6 +32,12 @@ func Close(fd int) {
 	unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
 }
 
+// SetLingerZero sets SO_LINGER with a zero timeout on fd: its close sends
+// a reset and drops unsent data (an abort), without blocking.
+func SetLingerZero(fd int) {
+	_ = unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+}
+
 // Write writes b to a non-blocking socket once; it cannot block.
 func Write(fd int, b []byte) (int, Errno) {
 	if len(b) == 0 {

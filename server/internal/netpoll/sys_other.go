@@ -16,6 +16,7 @@ const errnoUnsupported = unix.ENOSYS
 func Read(fd int, b []byte) (int, Errno)          { return 0, errnoUnsupported }
 func Write(fd int, b []byte) (int, Errno)         { return 0, errnoUnsupported }
 func Close(fd int)                                {}
+func SetLingerZero(fd int)                        {}
 func Accept(lfd int) (int, netip.AddrPort, Errno) { return -1, netip.AddrPort{}, errnoUnsupported }
 func SetNoDelay(fd int) Errno                     { return errnoUnsupported }
 func SockError(fd int) error                      { return errUnsupported }
