@@ -177,6 +177,28 @@ func TestExamples(t *testing.T) {
 		}
 		stop()
 	})
+	t.Run("pubsub", func(t *testing.T) {
+		// 40 subscribers on 4 topics, a publisher per topic, 500 messages
+		// each: 20,000 deliveries, all of them, in order; one more
+		// subscriber that never reads is closed as a slow consumer once
+		// 1 KiB messages fill its buffers, and costs the others nothing.
+		addr, stop := startExample(t, filepath.Join(dir, "pubsub"), "-loops", "2", "-slow", "500ms")
+		defer stop()
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"-subs", "40", "-topics", "4", "-pubs", "4", "-msgs", "500"}, "delivered 20000 of 20000, 40 of 40 subscribers complete and in order"},
+			{[]string{"-subs", "8", "-topics", "2", "-pubs", "2", "-msgs", "8000", "-size", "1024", "-stuck", "1"}, "delivered 64000 of 64000, 8 of 8 subscribers complete and in order"},
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			out, err := exec.CommandContext(ctx, filepath.Join(dir, "pubsubload"), append([]string{"-addr", addr}, tc.args...)...).CombinedOutput()
+			cancel()
+			if err != nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("pubsubload %v: %v\n%s\nwant %q", tc.args, err, out, tc.want)
+			}
+		}
+	})
 	t.Run("envclient", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
