@@ -199,8 +199,13 @@ func (b *broker) block(c *server.Conn, ss *session) {
 	c.PauseReads()
 	if ss.retry == nil {
 		ss.retry = b.resume
-		ss.timer = time.AfterFunc(retryAfter, func() { c.Run(ss.retry) })
-		return
+		var t *time.Timer
+		t = time.AfterFunc(time.Hour, func() {
+			if errors.Is(c.Run(ss.retry), server.ErrInboxFull) {
+				t.Reset(retryAfter) // the publisher's own loop is full: try again
+			}
+		})
+		ss.timer = t
 	}
 	ss.timer.Reset(retryAfter)
 }
