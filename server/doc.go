@@ -46,14 +46,15 @@
 // # Loops and the turn
 //
 // Each loop is a goroutine locked to its OS thread. A turn runs the phases
-// wait, start, accept, ready, io, inbox, timers, drain, flush, control (see
-// loop.run for the order and its reasons). Non-blocking syscalls (read,
-// writev, accept4, epoll_ctl, and epoll_wait with timeout 0) are raw
-// syscalls that skip the runtime's syscall bookkeeping. Under load (the last
-// wait returned several events) the loop blocks in epoll_wait only when a
-// zero-timeout poll found nothing, so a saturated loop never enters a
-// blocking syscall; a loop that is not under load blocks at once, which
-// saves the zero-timeout poll that would find nothing.
+// wait, start, accept, ready, io, inbox, timers, drain, flush, writable,
+// control (see loop.run for the order and its reasons). Non-blocking
+// syscalls (read, writev, accept4, epoll_ctl, and epoll_wait with timeout
+// 0) are raw syscalls that skip the runtime's syscall bookkeeping. Under
+// load (the last wait returned several events) the loop blocks in
+// epoll_wait only when a zero-timeout poll found nothing, so a saturated
+// loop never enters a blocking syscall; a loop that is not under load
+// blocks at once, which saves the zero-timeout poll that would find
+// nothing.
 //
 // With Config.Admission set, each loop has an admission stage behind one
 // interface, in the shape of Redis's beforeSleep/afterSleep: the turn
@@ -95,7 +96,13 @@
 // otherwise they copy into a pooled buffer and go through the loop's
 // bounded inbox, tagged with the connection's generation. A full inbox
 // returns ErrInboxFull; a stale generation drops the task, so an fd reused
-// by a newer connection never receives an older connection's bytes. The
+// by a newer connection never receives an older connection's bytes. A
+// write from elsewhere books the connection's out-queue budget first, so
+// ErrQueueFull reaches its caller at once and the loop never closes a
+// connection for it; Conn.Writable with a WritabilityHandler,
+// Conn.PauseReads, Conn.Run, Engine.Run and Fanout (one encoded frame to
+// many connections, one inbox task per loop) are the rest of what a
+// fan-out server needs (docs/FANOUT.md). The
 // eventfd wake-up is guarded by a CAS flag: a loop that is awake gets no
 // write at all, and a burst while it sleeps costs one.
 //
