@@ -522,3 +522,71 @@ func TestFanoutZeroAllocs(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFanoutFloodManySubscribers: a publisher floods one topic of 10,000
+// subscribers (or as many as RLIMIT_NOFILE allows, two descriptors each)
+// on two loops from another goroutine, retrying what a full queue or
+// inbox refused; every subscriber then holds every frame, in order, and
+// no connection was closed.
+func TestFanoutFloodManySubscribers(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	n := min(10000, (int(lim.Cur)-256)/2)
+	if n < 1000 {
+		t.Skipf("RLIMIT_NOFILE %d leaves room for %d subscribers", lim.Cur, n)
+	}
+	const frames = 100
+	h := newTestHandler()
+	h.opened = make(chan *Conn, n)
+	e := start(t, Config{Loops: 2, Codec: protocol.Delimited{}, MaxConns: n + 16}, h)
+	subs := make([]net.Conn, n)
+	conns := make([]*Conn, n)
+	for i := range subs {
+		subs[i] = dial(t, e)
+		conns[i] = h.nextOpen(t)
+	}
+	f := e.NewFanout()
+	var retry []*Conn
+	for i := 0; i < frames; i++ {
+		frame := fmt.Appendf(nil, "f-%05d", i)
+		to := conns
+		for attempt := 0; ; attempt++ {
+			f.Send(frame, to)
+			retry = retry[:0]
+			for _, fl := range f.Failed {
+				if !errors.Is(fl.Err, ErrQueueFull) && !errors.Is(fl.Err, ErrInboxFull) {
+					t.Fatalf("frame %d: %v", i, fl.Err)
+				}
+				retry = append(retry, fl.Conn)
+			}
+			if len(retry) == 0 {
+				break
+			}
+			if attempt > 100000 {
+				t.Fatalf("frame %d: %d subscribers still refused", i, len(retry))
+			}
+			to = append(to[:0:0], retry...)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	// 8 bytes a frame: everything fits the sockets' buffers, read one by one
+	want := make([]byte, 0, 8*frames)
+	for i := 0; i < frames; i++ {
+		want = fmt.Appendf(want, "f-%05d\n", i)
+	}
+	got := make([]byte, len(want))
+	for i, c := range subs {
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != string(want) {
+			t.Fatalf("subscriber %d of %d: %v, %q...", i, n, err, got[:min(len(got), 32)])
+		}
+	}
+	select {
+	case ev := <-h.closed:
+		t.Fatalf("a subscriber closed: %v", ev.cause)
+	default:
+	}
+	t.Logf("%d subscribers, %d frames each", n, frames)
+}

@@ -57,6 +57,7 @@ type stage struct {
 	perConn    bool  // connections carry connStage state
 	poolShares bool  // the worker pool shares what it serves by tenant (poolSlot): it keeps shares (derived target), no tenant quota, no loop shares
 	auto       bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
+	rations    bool  // auto, or the worker pool's law derived: the loop judges its busy windows and rations what refusing costs (stage_ration.go)
 	timed      bool  // auto with inline handlers: time each handler call (afterFrame)
 
 	caps    shed.Caps   // auto: the service time and the caps C and L derived from it
@@ -164,12 +165,15 @@ func newStage(l *loop, sc stageConfig) *stage {
 	s.lazy[0].hold = s.rejDelay
 	s.lazy[1].hold = max(s.lazy[1].hold, s.rejDelay) // the long hold: the short one unless derived
 	s.slowReads = s.rejDelay > 0 && (s.maxDelay > 0 || s.auto)
+	s.rations = s.auto || s.e.pool != nil && s.e.pool.auto
 	s.longPark = s.slowReads && s.auto && s.lazy[1].hold > s.lazy[0].hold && s.classify == nil
 	s.perConn = s.shedDelay || s.rejDelay > 0 || s.chargeRds
+	if s.rations {
+		s.busy = shed.NewBusy(s.e.clock())
+	}
 	if s.auto {
 		s.caps = shed.NewCaps(shed.LoopMinCap, s.rejDelay)
 		s.lp.SetCoDelTarget(s.caps.Target())
-		s.busy = shed.NewBusy(s.e.clock())
 		s.light.window = 1 // a new connection's zero is no window
 		if p.Admitter.Tenants() == nil {
 			s.fair = &shed.Fair{}
@@ -331,7 +335,7 @@ func (s *stage) afterWait(prev int64) {
 	if s.lp == nil {
 		return
 	}
-	if s.auto {
+	if s.rations {
 		s.noteIdle()
 	}
 	now := s.at(s.v.now)

@@ -36,6 +36,14 @@ func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 		s.act.answerReject(c, frame, v.Reason, v.RetryAfter)
 		return false
 	}
+	if s.rations && !s.shedDelay && s.classify == nil && s.staleRelease(c) {
+		// the worker pool's law times a frame from its submission: what
+		// waited out a ration's hold in the kernel would be served that
+		// much late (docs/OVERLOAD.md#rationed-reads)
+		s.frame.Priority = admission.PriorityNormal // not classified (no Classify)
+		s.refuse(c, frame, admission.ReasonQueue, time.Duration(s.rejDelay))
+		return false
+	}
 	if !s.admitPolicy(c, frame) {
 		return false
 	}

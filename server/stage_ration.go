@@ -37,7 +37,7 @@ type heldList struct {
 // openRead starts accounting for a read of c unless one is open for c in
 // this turn already (recv mode opens it at readStart, before beforeRead).
 func (s *stage) openRead(c *Conn) {
-	if !s.auto || s.rd.c == c && s.rd.turn == s.v.now {
+	if !s.rations || s.rd.c == c && s.rd.turn == s.v.now {
 		return
 	}
 	s.rd = readAccount{c: c, turn: s.v.now, rej0: s.st[cRejects], frames0: s.st[cFrames]}
@@ -45,7 +45,7 @@ func (s *stage) openRead(c *Conn) {
 
 // startRead dates the open read's start at t, if not dated yet.
 func (s *stage) startRead(c *Conn, t int64) {
-	if s.auto && s.rd.c == c && s.rd.t0 == 0 {
+	if s.rations && s.rd.c == c && s.rd.t0 == 0 {
 		s.rd.t0 = t
 	}
 }
@@ -58,7 +58,7 @@ func (s *stage) startRead(c *Conn, t int64) {
 // A read with nothing refused costs no clock reading.
 func (s *stage) rationRead(c *Conn, a *connStage) {
 	rd := &s.rd
-	if !s.auto || rd.c != c {
+	if !s.rations || rd.c != c {
 		return
 	}
 	rd.c = nil
@@ -81,6 +81,13 @@ func (s *stage) rationRead(c *Conn, a *connStage) {
 		return
 	}
 	s.hold(a, s.v.now)
+}
+
+// staleRelease reports whether c's frames come from the read that ends a
+// ration's hold: they may have waited the hold in the kernel.
+func (s *stage) staleRelease(c *Conn) bool {
+	a := s.of(c)
+	return a != nil && a.flags&sReleased != 0
 }
 
 // hold takes c off the reads for the ration's hold. Its next bytes are

@@ -252,3 +252,48 @@ func TestLightConnections(t *testing.T) {
 		t.Errorf("light connection among 5,000: cap %v, want C %v", time.Duration(got), time.Duration(c))
 	}
 }
+
+// TestRationedReadsOnPool: with the worker pool's law derived and no
+// queueing delay on the loop, the loop still judges its busy windows and
+// rations what refusing costs it: once refusals took most of a busy
+// window, a read that brought only refusals holds its connection, and one
+// that brought a frame for the pool does not.
+func TestRationedReadsOnPool(t *testing.T) {
+	e, err := New(Config{Loops: 1, Codec: protocol.Delimited{},
+		Admission: AdmissionPolicy{Admitter: newAdmitter(t, admission.Config{MemoryLimitBytes: -1})},
+		Pool:      PoolConfig{Handler: poolEcho{}, Workers: 1, CoDel: &admission.CoDelConfig{}}}, HandlerFuncs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, l := loopStage(e), e.loops[0]
+	if s.auto || !s.rations || s.shedDelay {
+		t.Fatalf("pool stage: auto %v rations %v shedDelay %v, want false true false", s.auto, s.rations, s.shedDelay)
+	}
+	l.now = e.clock()
+	// a busy window in which refusing took 60 ms of 100
+	l.slept = false
+	s.ration.Refused(int64(60 * time.Millisecond))
+	l.now = s.busy.WindowEnd()
+	s.noteIdle()
+	if !s.ration.On() {
+		t.Fatalf("not rationing after a window busy refusing (share %d‰)", s.ration.Share())
+	}
+	served := &Conn{loop: l, fd: 7}
+	a := &connStage{}
+	s.track(served, a)
+	if !readOf(s, served, 4, 3, false) || a.flags&sRationed != 0 {
+		t.Fatalf("a read that brought a frame for the pool held its connection (flags %b)", a.flags)
+	}
+	hammer := &Conn{loop: l, fd: 8}
+	b := &connStage{}
+	s.track(hammer, b)
+	if !readOf(s, hammer, 4, 4, false) || b.flags&sRationed == 0 {
+		t.Fatalf("a read of refusals only did not hold its connection (flags %b)", b.flags)
+	}
+	if s.beforeRead(hammer, true) {
+		t.Fatal("a held connection read before its hold ended")
+	}
+	if got := s.st[cRationHolds]; got != 1 {
+		t.Errorf("ration holds %d, want 1", got)
+	}
+}

@@ -43,7 +43,7 @@ func (s *stage) beforeRead(c *Conn, edge bool) bool {
 		s.since = s.arrivalBound(a, false)
 	}
 	s.openRead(c)
-	if s.auto && s.rd.t0 == 0 && (s.v.recvMode || len(c.in) > 0 && c.flags&fPartial == 0) {
+	if s.rations && s.rd.t0 == 0 && (s.v.recvMode || !s.shedDelay || len(c.in) > 0 && c.flags&fPartial == 0) {
 		// frames held in c.in go before the read, whose readStart dates
 		// the rest; recv mode's ready-list path has no readStart
 		s.startRead(c, s.e.clock())
@@ -125,7 +125,7 @@ func (s *stage) readStart(c *Conn, edge bool) int64 {
 	s.openRead(c)
 	if s.v.recvMode {
 		s.recvStart(a, edge)
-		if s.auto {
+		if s.rations {
 			s.startRead(c, s.e.clock())
 		}
 		return 0
