@@ -531,3 +531,71 @@ func TestHammerCannotStarve(t *testing.T) {
 	st := e.Stats().Admission
 	t.Logf("ration holds %d; refusals took %.0f%% of the last window", st.RationHolds, 100*st.RefuseShare)
 }
+
+// TestHammerStops: a client that writes frames as fast as its socket
+// takes them stops abruptly after the loop has refused many of them (it
+// keeps reading): every frame it sent is answered, served or refused,
+// none lost; and then a client that sends one frame at a time is served,
+// as on a loop that was never overloaded, once its first frame is.
+func TestHammerStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hammering client")
+	}
+	const window, refusedBeforeStop, after = 20_000, 2_000, 40
+	e := spinEchoEngine(t)
+	hammer := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
+	hammer.SetDeadline(time.Now().Add(60 * time.Second))
+	var sent, served, refused atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		readAnswers(t, "hammer", hammer, &sent, &served, &refused)
+	}()
+	batch := bytes.Repeat([]byte("h\n"), 64)
+	for refused.Load() < refusedBeforeStop {
+		if sent.Load()-served.Load()-refused.Load() >= window {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
+		if _, err := hammer.Write(batch); err != nil {
+			t.Fatal(err)
+		}
+		sent.Add(int64(len(batch) / 2))
+	}
+	total := sent.Load()
+	doneSending(&sent) // it stops: the backlog in its socket is the loop's
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("hammer: %d sent, %d served, %d refused: answers missing", total, served.Load(), refused.Load())
+	}
+	if served.Load()+refused.Load() != total {
+		t.Fatalf("hammer: %d sent, %d served + %d refused answered", total, served.Load(), refused.Load())
+	}
+	c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 3))
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	firstServed, refusedAfter := -1, 0
+	for i := 0; firstServed < 0 || i < firstServed+after; i++ {
+		if _, err := c.Write([]byte("g\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, retry, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); ok {
+			if firstServed >= 0 {
+				refusedAfter++
+			}
+			time.Sleep(retry)
+			continue
+		}
+		if firstServed < 0 {
+			firstServed = i
+		}
+	}
+	t.Logf("hammer: %d sent, %d served, %d refused; the next client's first frame served was its #%d", total, served.Load(), refused.Load(), firstServed)
+	if refusedAfter > 0 {
+		t.Errorf("%d of the next client's %d frames after its first served were refused: the loop did not return to normal", refusedAfter, after)
+	}
+}
