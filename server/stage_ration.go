@@ -200,13 +200,14 @@ func (s *stage) isLight(c *Conn) bool {
 }
 
 // lightConn reports whether a's connection is light: its pace is at least
-// the light gap, and not more than one of its frames was refused since one
-// was admitted. A client that answers each refusal with a new request is
+// the light gap (or, with no pace yet, this read shows a light one:
+// shed.Pace.LightUnmeasured), and not more than one of its frames was
+// refused since one was admitted. A client that answers each refusal with a new request is
 // paced by the refusals' holds, not by its demand (serving it would
 // quicken it at once), and its reads bring its refused frames in runs; a
 // light one refused once, late in a long turn, stays light.
 func (s *stage) lightConn(a *connStage) bool {
-	return a.refusedRun < lightRefusedRun && a.pace.Light(s.light.gap)
+	return a.refusedRun < lightRefusedRun && (a.pace.Light(s.light.gap) || a.pace.LightUnmeasured(s.v.now, s.light.gap))
 }
 
 // lightRefusedRun refused frames in a row make a connection not light.

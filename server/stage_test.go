@@ -599,3 +599,101 @@ func TestHammerStops(t *testing.T) {
 		t.Errorf("%d of the next client's %d frames after its first served were refused: the loop did not return to normal", refusedAfter, after)
 	}
 }
+
+// TestHammerAmongNine: one tenant hammers (writes frames as fast as its
+// socket takes them) while nine others each send a frame every 40 ms,
+// together about a tenth of the loop's capacity, waiting for each answer:
+// none of the nine is starved (each has at least two thirds of its frames
+// served; the target, 90%, is measured in docs/OVERLOAD.md, not here: a
+// loaded CI machine may cross it).
+func TestHammerAmongNine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hammering client")
+	}
+	hammerAmongNine(t, 1)
+}
+
+// hammerAmongNine is TestHammerAmongNine with the hammer on conns
+// connections. (With 1,000 the nine are starved: see docs/OVERLOAD.md,
+// Not yet met.)
+func hammerAmongNine(t *testing.T, conns int) {
+	const nine, frames, gap = 9, 30, 40 * time.Millisecond
+	window := int64(20_000 / conns) // frames unanswered per hammer connection
+	e := spinEchoEngine(t)
+	var hSent, hServed, hRefused atomic.Int64 // all the hammer's connections
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for k := 0; k < conns; k++ {
+		hammer := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
+		hammer.SetDeadline(time.Now().Add(60 * time.Second))
+		var sent, served, refused atomic.Int64
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			readAnswers(t, "hammer", hammer, &sent, &served, &refused)
+			hServed.Add(served.Load())
+			hRefused.Add(refused.Load())
+		}()
+		go func() {
+			defer wg.Done()
+			defer doneSending(&sent)
+			batch := bytes.Repeat([]byte("h\n"), 64)
+			for !stop.Load() {
+				if sent.Load()-served.Load()-refused.Load() >= window {
+					time.Sleep(100 * time.Microsecond)
+					continue
+				}
+				if _, err := hammer.Write(batch); err != nil {
+					t.Error(err)
+					return
+				}
+				sent.Add(int64(len(batch) / 2))
+				hSent.Add(int64(len(batch) / 2))
+			}
+		}()
+	}
+	for e.Stats().Rejects == 0 { // overloaded first
+		time.Sleep(time.Millisecond)
+	}
+	var served [nine]atomic.Int64
+	var cwg sync.WaitGroup
+	for i := 0; i < nine; i++ {
+		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(3+i)))
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			next := time.Now()
+			for n := 0; n < frames; n++ {
+				time.Sleep(time.Until(next))
+				next = next.Add(gap)
+				if _, err := c.Write([]byte("g\n")); err != nil {
+					t.Error(err)
+					return
+				}
+				line, err := c.r.ReadString('\n')
+				if err != nil {
+					t.Errorf("tenant %d: %v", i, err)
+					return
+				}
+				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
+					served[i].Add(1)
+				}
+			}
+		}()
+	}
+	cwg.Wait()
+	stop.Store(true)
+	wg.Wait()
+	st := e.Stats().Admission
+	t.Logf("hammer (%d connections): sent %d, served %d, refused %d; the nine served %v of %d each; refusals by reason %v, ration holds %d",
+		conns, hSent.Load(), hServed.Load(), hRefused.Load(), &served, frames, st.Rejects, st.RationHolds)
+	if hRefused.Load() == 0 {
+		t.Error("the hammer was never refused")
+	}
+	for i := range served {
+		if n := served[i].Load(); n < frames*2/3 {
+			t.Errorf("tenant %d: %d of %d frames served beside the hammer, want at least two thirds", i, n, frames)
+		}
+	}
+}

@@ -62,8 +62,13 @@ type Pace struct {
 func (p *Pace) Frame() { p.frames++ }
 
 // Read folds the time since the last read, divided by the frames it
-// brought, into the average (weight 1/4), at a read at now.
+// brought, into the average (weight 1/4), at a read at now. A read at the
+// same clock reading as the last (two reads in one loop turn) folds
+// nothing: its frames count toward the next.
 func (p *Pace) Read(now int64) {
+	if p.readAt != 0 && now == p.readAt {
+		return
+	}
 	if n := int64(p.frames); n > 0 && p.readAt != 0 {
 		gap := (now - p.readAt) / n
 		if p.gap == 0 {
@@ -103,3 +108,11 @@ func LightGap(service int64, active int32) int64 {
 // Light reports whether the connection's measured pace is at least gap
 // (LightGap) apart; never with no measurement or gap 0.
 func (p *Pace) Light(gap int64) bool { return gap > 0 && p.gap >= gap }
+
+// LightUnmeasured reports, for a connection with no pace yet, whether
+// the frame just counted is the only one of its read and comes at least
+// gap (LightGap) after its previous read, or in its first read: the pace
+// this read shows is light.
+func (p *Pace) LightUnmeasured(now, gap int64) bool {
+	return gap > 0 && p.gap == 0 && p.frames <= 1 && (p.readAt == 0 || now-p.readAt >= gap)
+}

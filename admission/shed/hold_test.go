@@ -90,6 +90,37 @@ func TestLight(t *testing.T) {
 	}
 }
 
+// TestLightUnmeasured: with no pace yet, a read's only frame is light
+// in the connection's first read, or when the read comes at least the
+// light gap after the previous one; a second frame in the read, a read
+// sooner, or no light gap is not. Two reads at one clock reading fold
+// nothing into the pace.
+func TestLightUnmeasured(t *testing.T) {
+	ms := int64(time.Millisecond)
+	var p Pace
+	p.Frame()
+	if !p.LightUnmeasured(100*ms, 10*ms) || p.LightUnmeasured(100*ms, 0) {
+		t.Fatal("first read's only frame: want light with a light gap, not without")
+	}
+	p.Frame()
+	if p.LightUnmeasured(100*ms, 10*ms) {
+		t.Fatal("a second frame in the first read judged light")
+	}
+	p.Read(100 * ms)
+	p.Read(100 * ms) // same turn: nothing folded, the frames wait for the next read
+	if p.gap != 0 || p.frames != 0 || p.readAt != 100*ms {
+		t.Fatalf("after the first reads: gap %d frames %d readAt %d", p.gap, p.frames, p.readAt)
+	}
+	p.Frame()
+	if !p.LightUnmeasured(120*ms, 10*ms) || p.LightUnmeasured(105*ms, 10*ms) {
+		t.Fatal("second read: light 20 ms after the first, not 5 ms after")
+	}
+	p.Read(120 * ms)
+	if p.gap != 20*ms || p.LightUnmeasured(200*ms, 10*ms) {
+		t.Fatalf("measured pace %d: LightUnmeasured must defer to it", p.gap)
+	}
+}
+
 // TestPredictedLong: frames ahead and one in service, over the workers,
 // plus its own service, against the limit; an empty queue takes a frame.
 func TestPredictedLong(t *testing.T) {
