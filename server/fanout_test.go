@@ -80,6 +80,22 @@ func tinySndBuf(t *testing.T, c *Conn) {
 	}
 }
 
+// dialSlowPeer connects to e as a peer with a 4 KiB receive window that
+// reads nothing until the test does, and gives the server's side
+// (opened, from the handler's OnOpen) a 4 KiB send buffer: its output
+// stalls after a few KiB. The connection closes at cleanup.
+func dialSlowPeer(t *testing.T, e *Engine, opened func() *Conn) (net.Conn, *Conn) {
+	t.Helper()
+	c, err := dialSmallWindow(e.Addr().String(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sc := opened()
+	tinySndBuf(t, sc)
+	return c, sc
+}
+
 // fillStalled writes 32 KiB messages to c from this goroutine until its
 // loop has armed EPOLLOUT (the kernel took no more) and c's out-queue
 // holds at least min bytes.
@@ -113,13 +129,7 @@ func TestWritability(t *testing.T) {
 		Writable: func(c *Conn, w bool) { events <- w },
 	}
 	e := start(t, Config{Loops: 1, OutQueueBytes: 64 << 10}, h)
-	c, err := dialSmallWindow(e.Addr().String(), 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc := <-opened
-	tinySndBuf(t, sc)
+	c, sc := dialSlowPeer(t, e, func() *Conn { return <-opened })
 	if !sc.Writable() {
 		t.Fatal("a new connection is not writable")
 	}
@@ -194,13 +204,7 @@ func TestPauseResumeReads(t *testing.T) {
 func TestAbort(t *testing.T) {
 	h := newTestHandler()
 	e := start(t, Config{Loops: 1, OutQueueBytes: 1 << 20}, h)
-	c, err := dialSmallWindow(e.Addr().String(), 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc := h.nextOpen(t)
-	tinySndBuf(t, sc)
+	c, sc := dialSlowPeer(t, e, func() *Conn { return h.nextOpen(t) })
 	fillStalled(t, e, sc, 64<<10)
 	queued := e.Stats().QueuedOutBytes
 	if err := sc.Abort(); err != nil {
@@ -232,13 +236,7 @@ func TestCloseWithErrorCauseKept(t *testing.T) {
 	errSlow := errors.New("slow consumer")
 	h := newTestHandler()
 	e := start(t, Config{Loops: 1, OutQueueBytes: 1 << 20, WriteStallTimeout: 100 * time.Millisecond}, h)
-	c, err := dialSmallWindow(e.Addr().String(), 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	sc := h.nextOpen(t)
-	tinySndBuf(t, sc)
+	_, sc := dialSlowPeer(t, e, func() *Conn { return h.nextOpen(t) })
 	fillStalled(t, e, sc, 32<<10)
 	if err := sc.CloseWithError(errSlow); err != nil {
 		t.Fatal(err)
