@@ -224,9 +224,8 @@ func TestAbort(t *testing.T) {
 	if err := sc.Abort(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Abort: %v, want ErrClosed", err)
 	}
-	if s := e.Stats(); s.Closed[CauseLocal] != 1 {
-		t.Errorf("Closed[local] = %d, want 1", s.Closed[CauseLocal])
-	}
+	// the counters are published at the end of the loop's turn
+	waitStats(t, e, "the abort counted as a local close", func(s Stats) bool { return s.Closed[CauseLocal] == 1 })
 }
 
 // TestCloseWithErrorCauseKept: a close asked with a cause reaches OnClose
@@ -244,9 +243,8 @@ func TestCloseWithErrorCauseKept(t *testing.T) {
 	if cause := h.closeOf(t, sc, 10*time.Second); cause != errSlow {
 		t.Fatalf("OnClose cause %v, want %v", cause, errSlow)
 	}
-	if s := e.Stats(); s.Closed[CauseWriteStall] != 1 {
-		t.Errorf("Closed[write stall] = %d, want 1", s.Closed[CauseWriteStall])
-	}
+	// the counters are published at the end of the loop's turn
+	waitStats(t, e, "the close counted as a write stall", func(s Stats) bool { return s.Closed[CauseWriteStall] == 1 })
 }
 
 // TestRunOnLoop: Conn.Run and Engine.Run run their function on the loop
