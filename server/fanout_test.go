@@ -347,38 +347,47 @@ func fanoutSetup(t testing.TB, n int, cfg Config) (*Engine, []*Conn, []*fanoutSu
 	return e, conns, subs
 }
 
-// publish sends frames m-00000... to conns with f, retrying each
-// connection refused for a full queue or inbox after a short wait, and
-// dropping one refused as closed. It returns how many deliveries failed
-// for good.
-func publish(t *testing.T, f *Fanout, conns []*Conn, frames int) (closed int) {
+// sendAll sends frame to conns with f until each took it, was closed, or
+// was refused and drop (the publisher's policy; nil: never) says to give
+// it up; a connection refused for a full queue or inbox is retried after
+// a short wait. It returns how many were closed and how many dropped.
+func sendAll(t testing.TB, f *Fanout, frame []byte, conns []*Conn, drop func(*Conn) bool) (closed, dropped int) {
 	t.Helper()
 	var retry []*Conn
-	for i := 0; i < frames; i++ {
-		frame := fanFrame(i)
-		to := conns
-		for attempt := 0; ; attempt++ {
-			f.Send(frame, to)
-			retry = retry[:0]
-			for _, fl := range f.Failed {
-				switch {
-				case errors.Is(fl.Err, ErrQueueFull), errors.Is(fl.Err, ErrInboxFull):
-					retry = append(retry, fl.Conn)
-				case errors.Is(fl.Err, ErrClosed):
-					closed++
-				default:
-					t.Fatalf("frame %d: %v", i, fl.Err)
-				}
+	to := conns
+	for attempt := 0; ; attempt++ {
+		f.Send(frame, to)
+		retry = retry[:0]
+		for _, fl := range f.Failed {
+			switch {
+			case drop != nil && drop(fl.Conn):
+				dropped++
+			case errors.Is(fl.Err, ErrQueueFull), errors.Is(fl.Err, ErrInboxFull):
+				retry = append(retry, fl.Conn)
+			case errors.Is(fl.Err, ErrClosed):
+				closed++
+			default:
+				t.Fatalf("%q: %v", frame[:min(len(frame), 16)], fl.Err)
 			}
-			if len(retry) == 0 {
-				break
-			}
-			if attempt > 100000 {
-				t.Fatalf("frame %d: %d connections still full", i, len(retry))
-			}
-			to = append(to[:0:0], retry...)
-			time.Sleep(100 * time.Microsecond)
 		}
+		if len(retry) == 0 {
+			return closed, dropped
+		}
+		if attempt > 100000 {
+			t.Fatalf("%q: %d connections still full", frame[:min(len(frame), 16)], len(retry))
+		}
+		to = append(to[:0:0], retry...)
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// publish sends fanFrame(0), fanFrame(1), ... to conns with sendAll and
+// returns how many deliveries found their connection closed.
+func publish(t *testing.T, f *Fanout, conns []*Conn, frames int) (closed int) {
+	t.Helper()
+	for i := 0; i < frames; i++ {
+		c, _ := sendAll(t, f, fanFrame(i), conns, nil)
+		closed += c
 	}
 	return closed
 }
@@ -440,27 +449,12 @@ func TestFanoutSlowSubscriber(t *testing.T) {
 	f := e.NewFanout()
 	full := 0
 	for i := 0; i < frames; i++ {
-		frame := fanFrame(i)
-		to := conns
-		for {
-			f.Send(frame, to)
-			var retry []*Conn
-			for _, fl := range f.Failed {
-				if fl.Conn == slow {
-					full++ // dropped for the slow one: the publisher's policy here
-					continue
-				}
-				if !errors.Is(fl.Err, ErrQueueFull) && !errors.Is(fl.Err, ErrInboxFull) {
-					t.Fatalf("frame %d: %v", i, fl.Err)
-				}
-				retry = append(retry, fl.Conn)
-			}
-			if len(retry) == 0 {
-				break
-			}
-			to = retry
-			time.Sleep(100 * time.Microsecond)
+		// dropped for the slow one: the publisher's policy here
+		closed, dropped := sendAll(t, f, fanFrame(i), conns, func(c *Conn) bool { return c == slow })
+		if closed > 0 {
+			t.Fatalf("frame %d: %d subscribers closed", i, closed)
 		}
+		full += dropped
 	}
 	for i, s := range subs[:n] {
 		select {
@@ -549,27 +543,9 @@ func TestFanoutFloodManySubscribers(t *testing.T) {
 		conns[i] = h.nextOpen(t)
 	}
 	f := e.NewFanout()
-	var retry []*Conn
 	for i := 0; i < frames; i++ {
-		frame := fmt.Appendf(nil, "f-%05d", i)
-		to := conns
-		for attempt := 0; ; attempt++ {
-			f.Send(frame, to)
-			retry = retry[:0]
-			for _, fl := range f.Failed {
-				if !errors.Is(fl.Err, ErrQueueFull) && !errors.Is(fl.Err, ErrInboxFull) {
-					t.Fatalf("frame %d: %v", i, fl.Err)
-				}
-				retry = append(retry, fl.Conn)
-			}
-			if len(retry) == 0 {
-				break
-			}
-			if attempt > 100000 {
-				t.Fatalf("frame %d: %d subscribers still refused", i, len(retry))
-			}
-			to = append(to[:0:0], retry...)
-			time.Sleep(100 * time.Microsecond)
+		if closed, _ := sendAll(t, f, fmt.Appendf(nil, "f-%05d", i), conns, nil); closed > 0 {
+			t.Fatalf("frame %d: %d subscribers closed", i, closed)
 		}
 	}
 	// 8 bytes a frame: everything fits the sockets' buffers, read one by one
