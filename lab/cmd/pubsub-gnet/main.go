@@ -1,6 +1,7 @@
 // Command pubsub-gnet is examples/pubsub's protocol on gnet v2, written
 // the way a gnet user would: frames with a 2-byte big-endian length
-// prefix, topics in a map under a mutex with copy-on-write subscriber
+// prefix decoded in OnTraffic (an incomplete frame stays in gnet's inbound
+// buffer), topics in a map under a mutex with copy-on-write subscriber
 // lists, and each publish delivered with AsyncWrite on every subscriber's
 // connection (gnet queues asynchronous writes without bound and never
 // drops them). It exists for docs/FANOUT.md's comparison: run
@@ -10,12 +11,21 @@
 //	'S' topic            subscribe                     +OK
 //	'U' topic            unsubscribe                   +OK
 //	'P' topic ' ' body   publish (no reply)            every subscriber gets 'M' topic ' ' body
+//
+// A malformed frame gets the same error reply as from examples/pubsub.
+// The gnet options are the lab's (lab/peers/gnet.go): multicore, -loops
+// event loops (0: one per CPU) and SO_REUSEPORT. It prints "listening on
+// HOST:PORT" once every loop listens (port 0 picks a free port first) and
+// stops on SIGINT or SIGTERM.
+//
+//	go run ./cmd/pubsub-gnet -addr 127.0.0.1:0
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -23,6 +33,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,9 +46,12 @@ import (
 // broker is the gnet event handler and the topics.
 type broker struct {
 	gnet.BuiltinEventEngine
-	addr   string
-	mu     sync.Mutex  // guards eng and topics (the subscriber lists are read without it)
-	eng    gnet.Engine // set by OnBoot, for stopping
+	addr  string
+	ready func(addr string) // called once, from the first OnTick
+	boot  chan struct{}     // closed by OnBoot
+	eng   gnet.Engine       // set by OnBoot, for stopping
+
+	mu     sync.Mutex // guards topics (the subscriber lists are read without it)
 	topics map[string]*atomic.Pointer[[]gnet.Conn]
 }
 
@@ -45,11 +59,20 @@ type broker struct {
 type session struct{ topics []string }
 
 func (b *broker) OnBoot(eng gnet.Engine) gnet.Action {
-	b.mu.Lock()
 	b.eng = eng
-	b.mu.Unlock()
-	fmt.Println("listening on", b.addr)
+	close(b.boot)
 	return gnet.None
+}
+
+// OnTick runs once gnet has started its loops: with SO_REUSEPORT each
+// loop binds its own listener after OnBoot, so this, not OnBoot, is when
+// a client's connection can reach any loop.
+func (b *broker) OnTick() (time.Duration, gnet.Action) {
+	if b.ready != nil {
+		b.ready(b.addr)
+		b.ready = nil
+	}
+	return time.Hour, gnet.None
 }
 
 func (b *broker) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
@@ -68,51 +91,64 @@ func (b *broker) OnClose(c gnet.Conn, _ error) gnet.Action {
 	return gnet.None
 }
 
-// OnTraffic decodes every complete frame in the inbound buffer; an
+// OnTraffic serves every complete frame in the inbound buffer; an
 // incomplete one stays there for the next call.
 func (b *broker) OnTraffic(c gnet.Conn) gnet.Action {
 	ss := c.Context().(*session)
 	for {
 		h, err := c.Peek(2)
-		if err != nil || len(h) < 2 {
-			return gnet.None
+		if err != nil {
+			return gnet.None // less than a length prefix
 		}
-		n := int(binary.BigEndian.Uint16(h))
-		f, err := c.Peek(2 + n)
-		if err != nil || len(f) < 2+n {
-			return gnet.None
+		n := 2 + int(binary.BigEndian.Uint16(h))
+		f, err := c.Peek(n)
+		if err != nil {
+			return gnet.None // an incomplete frame
 		}
-		frame := f[2:]
-		if len(frame) < 2 {
-			_, _ = c.Discard(2 + n)
+		b.serve(c, ss, f[2:])
+		if _, err := c.Discard(n); err != nil {
 			return gnet.Close
 		}
-		switch op, arg := frame[0], frame[1:]; op {
-		case 'S':
-			name := string(arg)
-			if !slices.Contains(ss.topics, name) {
-				ss.topics = append(ss.topics, name)
-				b.subscribe(c, name)
-			}
-			_, _ = c.Write(encode(nil, []byte("+OK")))
-		case 'U':
-			name := string(arg)
-			if i := slices.Index(ss.topics, name); i >= 0 {
-				ss.topics = slices.Delete(ss.topics, i, i+1)
-				b.unsubscribe(c, name)
-			}
-			_, _ = c.Write(encode(nil, []byte("+OK")))
-		case 'P':
-			name, _, ok := bytes.Cut(arg, []byte(" "))
-			if ok {
-				b.publish(name, arg)
-			}
-		default:
-			_, _ = c.Discard(2 + n)
-			return gnet.Close
-		}
-		_, _ = c.Discard(2 + n)
 	}
+}
+
+// serve answers one frame, as examples/pubsub does.
+func (b *broker) serve(c gnet.Conn, ss *session, frame []byte) {
+	if len(frame) < 2 {
+		reply(c, "-want an opcode and a topic")
+		return
+	}
+	switch op, arg := frame[0], frame[1:]; op {
+	case 'S':
+		name := string(arg)
+		if !slices.Contains(ss.topics, name) {
+			ss.topics = append(ss.topics, name)
+			b.subscribe(c, name)
+		}
+		reply(c, "+OK")
+	case 'U':
+		name := string(arg)
+		if i := slices.Index(ss.topics, name); i >= 0 {
+			ss.topics = slices.Delete(ss.topics, i, i+1)
+			b.unsubscribe(c, name)
+		}
+		reply(c, "+OK")
+	case 'P':
+		name, _, ok := bytes.Cut(arg, []byte(" "))
+		if !ok {
+			reply(c, "-want P topic body")
+			return
+		}
+		b.publish(name, arg)
+	default:
+		reply(c, "-unknown opcode")
+	}
+}
+
+// reply writes s as one frame on c's own loop (Conn.Write, buffered by
+// gnet if the socket does not take it all).
+func reply(c gnet.Conn, s string) {
+	_, _ = c.Write(encode(nil, []byte(s)))
 }
 
 // encode appends body as one frame to b.
@@ -144,9 +180,9 @@ func (b *broker) unsubscribe(c gnet.Conn, name string) {
 }
 
 // publish sends "M topic body" (arg is "topic body") to every subscriber
-// with AsyncWrite: one encoded copy, shared by the subscribers' queues
-// (AsyncWrite copies it into each connection's outbound buffer on its
-// loop).
+// with AsyncWrite: one encoded copy, never changed afterwards, shared by
+// the tasks queued on the subscribers' loops (each writes it to its
+// socket or copies it into the connection's outbound buffer).
 func (b *broker) publish(name, arg []byte) {
 	b.mu.Lock()
 	t := b.topics[string(name)]
@@ -154,38 +190,86 @@ func (b *broker) publish(name, arg []byte) {
 	if t == nil {
 		return
 	}
-	out := encode(nil, append([]byte{'M'}, arg...))
+	out := make([]byte, 0, 3+len(arg))
+	out = binary.BigEndian.AppendUint16(out, uint16(1+len(arg)))
+	out = append(append(out, 'M'), arg...)
 	for _, s := range *t.Load() {
-		_ = s.AsyncWrite(out, nil)
+		_ = s.AsyncWrite(out, nil) // an error only for a connection already closed
 	}
 }
 
-func main() {
-	addr := flag.String("addr", "127.0.0.1:7103", "listen address")
-	loops := flag.Int("loops", 0, "event loops (0: one per CPU)")
-	flag.Parse()
-	if _, _, err := net.SplitHostPort(*addr); err != nil {
-		log.Fatal(err)
+// serve runs the broker on addr until ctx ends (it returns nil then) or
+// gnet fails; ready gets the address once every loop listens.
+func serve(ctx context.Context, addr string, loops int, ready func(string)) error {
+	addr, err := resolvePort(addr)
+	if err != nil {
+		return err
 	}
-	b := &broker{addr: *addr, topics: map[string]*atomic.Pointer[[]gnet.Conn]{}}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	b := &broker{addr: addr, ready: ready, boot: make(chan struct{}), topics: map[string]*atomic.Pointer[[]gnet.Conn]{}}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		b.mu.Lock()
-		eng := b.eng
-		b.mu.Unlock()
-		if eng.Validate() == nil {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		select {
+		case <-b.boot:
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_ = eng.Stop(sctx)
+			_ = b.eng.Stop(sctx)
+		case <-done:
 		}
 	}()
-	opts := []gnet.Option{gnet.WithMulticore(true), gnet.WithReusePort(true), gnet.WithLogLevel(logging.ErrorLevel)}
-	if *loops > 0 {
-		opts = append(opts, gnet.WithNumEventLoop(*loops))
+	opts := []gnet.Option{
+		gnet.WithMulticore(true),
+		gnet.WithReusePort(true),
+		gnet.WithTicker(true), // for OnTick, the ready signal
+		gnet.WithLogLevel(logging.ErrorLevel),
 	}
-	if err := gnet.Run(b, "tcp://"+*addr, opts...); err != nil {
+	if loops > 0 {
+		opts = append(opts, gnet.WithNumEventLoop(loops))
+	}
+	err = gnet.Run(b, "tcp://"+addr, opts...)
+	close(done)
+	<-stopped
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("gnet stopped")
+	}
+	return err
+}
+
+// resolvePort replaces port 0 with a free port: with SO_REUSEPORT every
+// loop binds its own listener, which must all have the same port.
+func resolvePort(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port != "0" {
+		return addr, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	p := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:7103", "listen address (port 0: any free port)")
+	loops := flag.Int("loops", 0, "event loops (0: one per CPU)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, *addr, *loops, func(a string) { fmt.Println("listening on", a) }); err != nil {
+		stop()
 		log.Fatal(err)
 	}
 }
