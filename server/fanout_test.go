@@ -487,35 +487,55 @@ func TestFanoutZeroAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's bookkeeping allocates")
 	}
-	const n = 8
-	e, conns, subs := fanoutSetup(t, n, Config{})
-	var wg sync.WaitGroup
-	for _, s := range subs {
-		wg.Add(1)
-		go func() { defer wg.Done(); io.Copy(io.Discard, s.c) }()
-	}
-	f := e.NewFanout()
-	frame := fanFrame(0)
-	var retry []*Conn
-	send := func() {
-		for to := conns; f.Send(frame, to) < len(to); to = retry {
-			retry = retry[:0]
-			for _, fl := range f.Failed {
-				retry = append(retry, fl.Conn)
-			}
-			time.Sleep(10 * time.Microsecond) // a full queue: wait, as a publisher would
-		}
-	}
+	p := newDrainedFanout(t)
+	defer p.stop()
 	for i := 0; i < 1000; i++ {
-		send()
+		p.send()
 	}
-	if a := testing.AllocsPerRun(2000, send); a > 0.05 {
+	if a := testing.AllocsPerRun(2000, p.send); a > 0.05 {
 		t.Errorf("%.2f allocations per fanned-out frame, want 0", a)
 	}
+}
+
+// drainedFanout is a Fanout to 8 subscribers on two loops that read
+// everything, for the allocation test and the benchmark.
+type drainedFanout struct {
+	f     *Fanout
+	conns []*Conn
+	subs  []*fanoutSub
+	frame []byte
+	retry []*Conn
+	wg    sync.WaitGroup
+}
+
+func newDrainedFanout(t testing.TB) *drainedFanout {
+	e, conns, subs := fanoutSetup(t, 8, Config{})
+	p := &drainedFanout{f: e.NewFanout(), conns: conns, subs: subs, frame: fanFrame(0)}
 	for _, s := range subs {
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); io.Copy(io.Discard, s.c) }()
+	}
+	return p
+}
+
+// send delivers the frame to every subscriber, retrying those a full
+// queue refused after a short wait, as a publisher would.
+func (p *drainedFanout) send() {
+	for to := p.conns; p.f.Send(p.frame, to) < len(to); to = p.retry {
+		p.retry = p.retry[:0]
+		for _, fl := range p.f.Failed {
+			p.retry = append(p.retry, fl.Conn)
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+}
+
+// stop closes the subscribers and waits for their readers.
+func (p *drainedFanout) stop() {
+	for _, s := range p.subs {
 		s.c.Close()
 	}
-	wg.Wait()
+	p.wg.Wait()
 }
 
 // TestFanoutFloodManySubscribers: a publisher floods one topic of 10,000
@@ -572,30 +592,12 @@ func TestFanoutFloodManySubscribers(t *testing.T) {
 // subscribers on two loops that read everything; ns/op and allocs/op are
 // per frame (8 deliveries).
 func BenchmarkFanout(b *testing.B) {
-	const n = 8
-	e, conns, subs := fanoutSetup(b, n, Config{})
-	var wg sync.WaitGroup
-	for _, s := range subs {
-		wg.Add(1)
-		go func() { defer wg.Done(); io.Copy(io.Discard, s.c) }()
-	}
-	f := e.NewFanout()
-	frame := fanFrame(0)
+	p := newDrainedFanout(b)
 	b.ReportAllocs()
 	b.ResetTimer()
-	var retry []*Conn
 	for i := 0; i < b.N; i++ {
-		for to := conns; f.Send(frame, to) < len(to); to = retry {
-			retry = retry[:0]
-			for _, fl := range f.Failed {
-				retry = append(retry, fl.Conn)
-			}
-			time.Sleep(10 * time.Microsecond) // a full queue: wait, as a publisher would
-		}
+		p.send()
 	}
 	b.StopTimer()
-	for _, s := range subs {
-		s.c.Close()
-	}
-	wg.Wait()
+	p.stop()
 }
