@@ -42,7 +42,6 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	}
 	c.state.Store(stateClosed)
 	c.full.Store(false)
-	c.publishOut()
 	l.timers.remove(&c.tm)
 	if l.orphanOut(c) { // the kernel may still read the out-queue: the poller keeps it
 		l.bp.outBytes -= c.outBytes

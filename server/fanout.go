@@ -120,7 +120,7 @@ func (c *Conn) Run(fn func(c *Conn)) error {
 func (c *Conn) loopTask(k taskKind) error {
 	l := c.loop
 	if l.onLoop() {
-		if c.flags&fClosed != 0 || k == taskAbort && c.state.Load() == stateClosed {
+		if c.flags&fClosed != 0 {
 			return ErrClosed
 		}
 		l.connTask(c, k)

@@ -192,9 +192,6 @@ func (l *lightCount) roll(service int64) {
 
 // isLight reports whether c is light (lightConn).
 func (s *stage) isLight(c *Conn) bool {
-	if c == nil {
-		return false
-	}
 	a := s.of(c)
 	return a != nil && s.lightConn(a)
 }

@@ -51,9 +51,10 @@ func TestDerivedCapsByPriority(t *testing.T) {
 			time.Duration(shed.DerivedRejectFlush), time.Duration(shed.LongHold))
 	}
 	ms := int64(time.Millisecond)
+	noState := &Conn{fd: -1} // a connection the stage keeps no state for: never light
 	check := func(p admission.Priority, want int64, wantReason admission.Reason) {
 		t.Helper()
-		if got, r := s.delayCap(nil, p); got != want || r != wantReason {
+		if got, r := s.delayCap(noState, p); got != want || r != wantReason {
 			t.Errorf("%v: cap %v (%v), want %v (%v)", p, time.Duration(got), r, time.Duration(want), wantReason)
 		}
 	}
@@ -139,14 +140,14 @@ func TestDerivedCapsByPriority(t *testing.T) {
 	if fixed.auto || fixed.rejDelay != 0 || fixed.slowReads {
 		t.Fatalf("fixed cap: auto %v rejDelay %v slowReads %v", fixed.auto, fixed.rejDelay, fixed.slowReads)
 	}
-	if got, r := fixed.delayCap(nil, admission.PriorityCritical); got != 3*ms || r != admission.ReasonQueue {
+	if got, r := fixed.delayCap(noState, admission.PriorityCritical); got != 3*ms || r != admission.ReasonQueue {
 		t.Errorf("fixed cap: %v %v", time.Duration(got), r)
 	}
 	off := newLoopStage(AdmissionPolicy{Admitter: codel(), MaxQueueDelay: Off, RejectFlushDelay: Off})
 	if off.auto || off.rejDelay != 0 {
 		t.Fatalf("Off: auto %v rejDelay %v", off.auto, off.rejDelay)
 	}
-	if got, _ := off.delayCap(nil, admission.PriorityNormal); got != 0 {
+	if got, _ := off.delayCap(noState, admission.PriorityNormal); got != 0 {
 		t.Errorf("Off: cap %v, want none", time.Duration(got))
 	}
 	if _, err := New(Config{Loops: 1, Admission: AdmissionPolicy{Admitter: codel(), MaxQueueDelay: -2}}, HandlerFuncs{}); err == nil {

@@ -49,7 +49,7 @@ var errSlowConsumer = errors.New("pubsub: slow consumer")
 type broker struct {
 	e      *server.Engine
 	slow   time.Duration // how long a message waits for a full subscriber before it is closed
-	mu     sync.Mutex    // guards topics and every topic's subscriber list (written only)
+	mu     sync.RWMutex  // guards topics and every topic's subscriber list (written only); a publish only reads
 	topics map[string]*topic
 }
 
@@ -148,9 +148,9 @@ func (b *broker) unsubscribe(c *server.Conn, ss *session, name string) {
 // publish delivers "M topic body" (arg is "topic body") to the topic's
 // subscribers, after any message of this publisher still waiting.
 func (b *broker) publish(c *server.Conn, ss *session, name, arg []byte) {
-	b.mu.Lock()
+	b.mu.RLock()
 	t := b.topics[string(name)]
-	b.mu.Unlock()
+	b.mu.RUnlock()
 	if t == nil {
 		return
 	}

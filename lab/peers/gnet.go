@@ -95,7 +95,7 @@ type gnetHandler interface {
 // at gnet's defaults (TCP_NODELAY on, level-triggered loops, 64 KiB read
 // buffer). ready gets the address once gnet has booted.
 func runGnet(ctx context.Context, cfg Config, ready func(net.Addr), h gnetHandler) error {
-	addr, err := resolvePort(cfg.Addr)
+	addr, err := ResolvePort(cfg.Addr)
 	if err != nil {
 		return err
 	}

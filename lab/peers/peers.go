@@ -77,10 +77,10 @@ func Serve(ctx context.Context, cfg Config, ready func(net.Addr)) error {
 	return fmt.Errorf("%w %q (want gnet, net, trivial, gnet-http or nethttp)", ErrUnknownKind, cfg.Kind)
 }
 
-// resolvePort returns addr with port 0 replaced by a port that was free a
+// ResolvePort returns addr with port 0 replaced by a port that was free a
 // moment ago. Servers that open one SO_REUSEPORT socket per loop need a fixed
 // port: with port 0 each socket would get a port of its own.
-func resolvePort(addr string) (string, error) {
+func ResolvePort(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", err

@@ -35,7 +35,7 @@ type trivialConn struct {
 }
 
 func serveTrivial(ctx context.Context, cfg Config, ready func(net.Addr)) error {
-	addr, err := resolvePort(cfg.Addr)
+	addr, err := ResolvePort(cfg.Addr)
 	if err != nil {
 		return err
 	}

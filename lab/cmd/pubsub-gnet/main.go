@@ -29,11 +29,9 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +39,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/panjf2000/gnet/v2/pkg/logging"
+
+	"github.com/sluicenet/sluice/lab/peers"
 )
 
 // broker is the gnet event handler and the topics.
@@ -201,7 +201,7 @@ func (b *broker) publish(name, arg []byte) {
 // serve runs the broker on addr until ctx ends (it returns nil then) or
 // gnet fails; ready gets the address once every loop listens.
 func serve(ctx context.Context, addr string, loops int, ready func(string)) error {
-	addr, err := resolvePort(addr)
+	addr, err := peers.ResolvePort(addr)
 	if err != nil {
 		return err
 	}
@@ -242,24 +242,6 @@ func serve(ctx context.Context, addr string, loops int, ready func(string)) erro
 		err = errors.New("gnet stopped")
 	}
 	return err
-}
-
-// resolvePort replaces port 0 with a free port: with SO_REUSEPORT every
-// loop binds its own listener, which must all have the same port.
-func resolvePort(addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || port != "0" {
-		return addr, err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	p := ln.Addr().(*net.TCPAddr).Port
-	if err := ln.Close(); err != nil {
-		return "", err
-	}
-	return net.JoinHostPort(host, strconv.Itoa(p)), nil
 }
 
 func main() {
