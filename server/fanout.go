@@ -59,19 +59,24 @@ const asyncCopyBytes = 2 << 10
 // booking is released and the message queued whatever the budgets say
 // now, because its writer was told it was taken. It returns ErrClosed
 // (the caller releases seg) if c is closing.
+//
+// The booking is released only after the occupancy that now holds the
+// message is published: released first, a writer in between would see
+// neither and could book past the budget.
 func (c *Conn) queueAsync(seg ioflush.Segment) error {
-	c.unreserve(len(seg.Buf))
+	n := len(seg.Buf)
+	defer c.unreserve(n)
 	if c.closing != nil || c.flags&fClosed != 0 {
 		return ErrClosed
 	}
-	if len(seg.Buf) <= asyncCopyBytes || c.segRoom() == 0 {
+	if n <= asyncCopyBytes || c.segRoom() == 0 {
 		c.appendCopy(seg.Buf)
 		seg.Release()
 		return nil
 	}
 	c.pushSeg(seg)
 	c.tailChunk = nil
-	c.queued(len(seg.Buf))
+	c.queued(n)
 	return nil
 }
 
