@@ -99,6 +99,10 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	l.e.accepted()
 	c.lastActive = l.now
 	c.armConn()
+	if l.cfg.TLS != nil {
+		l.startHandshake(c) // OnOpen once it is done (tls.go)
+		return
+	}
 	c.act(l.h.OnOpen(c))
 }
 

@@ -82,4 +82,7 @@ func (e *Engine) chooseBackend() {
 		return
 	}
 	e.backend = BackendIOURing
+	// TLS reads with read(2) and writes sealed records with write(2): its
+	// connections stay on io_uring readiness, not its buffer ring (tls.go)
+	e.uringReadiness = e.cfg.TLS != nil
 }

@@ -60,6 +60,9 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	c.releaseHeld()
 	l.st[cClosedBase+int(CauseOf(cause))]++
 	l.e.connClosed()
+	if c.flags&fHandshake != 0 {
+		return // a TLS connection whose handshake did not finish: the handler never saw it
+	}
 	l.h.OnClose(c, c.closing) // the cause asked for (CloseWithError), though a write stall or an error ended the flush: the counters count that
 }
 

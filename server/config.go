@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -235,7 +236,32 @@ type Config struct {
 	// Logger receives one line per state change (gate closed or opened,
 	// EMFILE pauses), never per request. Nil logs nothing.
 	Logger *slog.Logger
+
+	// TLS, when set, makes every connection a TLS server connection with
+	// this configuration (crypto/tls; it needs Certificates,
+	// GetCertificate or GetConfigForClient). The handler sees plaintext
+	// frames, and OnOpen only once the handshake is done (Conn.TLS). See
+	// docs/TLS.md. Nil: plaintext.
+	TLS *tls.Config
+	// TLSHandshakeTimeout bounds a TLS handshake from accept: a peer that
+	// has not finished by then is closed (HandshakeTimeout). Default 10 s.
+	TLSHandshakeTimeout time.Duration
+	// MaxHandshakes bounds the TLS handshakes in progress in the engine:
+	// at this many the listen gate closes (new connections wait in the
+	// kernel's backlog) until 3/4 of it. Default 256.
+	MaxHandshakes int
+	// HandshakeCPUs bounds the TLS handshakes computing at once, which
+	// bounds the CPU a handshake flood takes from established connections
+	// (a handshake waiting for its peer holds none). Default GOMAXPROCS/4,
+	// at least 1.
+	HandshakeCPUs int
 }
+
+// TLS defaults (Config.TLSHandshakeTimeout, MaxHandshakes).
+const (
+	DefaultTLSHandshakeTimeout = 10 * time.Second
+	DefaultMaxHandshakes       = 256
+)
 
 // limits of Validate.
 const (
@@ -280,6 +306,11 @@ func (cfg Config) withDefaults() Config {
 	setDefault(&c.MaxInboxTasksPerTurn, DefaultMaxInboxTasksPerTurn)
 	setDefault(&c.MaxFramesPerTurn, DefaultMaxFramesPerTurn)
 	c.Pool = c.Pool.withDefaults()
+	if c.TLS != nil {
+		setDefault(&c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+		setDefault(&c.MaxHandshakes, DefaultMaxHandshakes)
+		setDefault(&c.HandshakeCPUs, max(1, runtime.GOMAXPROCS(0)/4))
+	}
 	return c
 }
 
@@ -322,6 +353,14 @@ func (cfg Config) Validate() error {
 		}
 	}
 	switch {
+	case c.TLSHandshakeTimeout < 0:
+		return bad("TLSHandshakeTimeout", c.TLSHandshakeTimeout, "must not be negative")
+	case c.MaxHandshakes < 0:
+		return bad("MaxHandshakes", c.MaxHandshakes, "must not be negative")
+	case c.HandshakeCPUs < 0:
+		return bad("HandshakeCPUs", c.HandshakeCPUs, "must not be negative")
+	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
+		return bad("TLS", "config", "needs Certificates, GetCertificate or GetConfigForClient")
 	case c.Accept > AcceptExclusive:
 		return bad("Accept", c.Accept, "unknown mode")
 	case c.Backend > BackendIOURing:

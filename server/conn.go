@@ -33,6 +33,7 @@ const (
 	fUserPaused                       // Conn.PauseReads: not read until ResumeReads
 	fWListed                          // on the loop's writability list (writability.go)
 	fUnwritable                       // the handler was last told the connection is not writable
+	fHandshake                        // TLS handshake in progress (tls.go): not read; the handler has not seen it
 )
 
 // Connection states visible to other goroutines.
@@ -93,6 +94,7 @@ type Conn struct {
 
 	remote netip.AddrPort
 	ctx    atomic.Pointer[any]
+	tls    *connTLS // nil on a plaintext engine (tls.go)
 }
 
 // RemoteAddr returns the peer's address.
@@ -243,5 +245,5 @@ func (c *Conn) writeAsync(p []byte, codec protocol.Codec) error {
 
 // readable reports whether the loop should read from c now.
 func (c *Conn) readable() bool {
-	return c.flags&(fClosed|fPaused|fEOF|fPoolWait|fUserPaused) == 0 && c.closing == nil
+	return c.flags&(fClosed|fPaused|fEOF|fPoolWait|fUserPaused|fHandshake) == 0 && c.closing == nil
 }

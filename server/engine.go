@@ -63,7 +63,10 @@ type Engine struct {
 	errOnce sync.Once
 	err     error // first loop failure
 
-	backend Backend // what the loops run (chooseBackend)
+	backend        Backend // what the loops run (chooseBackend)
+	uringReadiness bool    // io_uring without recv mode (TLS)
+
+	tls tlsEngine // Config.TLS's handshake bounds and counters (tls.go)
 }
 
 // New validates cfg and returns an engine that is not yet listening. With
@@ -83,6 +86,9 @@ func New(cfg Config, h Handler) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg.withDefaults(), h: h, start: time.Now(), done: make(chan struct{})}
 	e.chooseBackend()
+	if e.cfg.TLS != nil {
+		e.tls.cpu = make(chan struct{}, e.cfg.HandshakeCPUs)
+	}
 	if e.cfg.Pool.Handler != nil {
 		p, err := newPool(e)
 		if err != nil {
@@ -102,7 +108,7 @@ func New(cfg Config, h Handler) (*Engine, error) {
 	for i := range e.loops {
 		e.loops[i] = newLoop(e, i)
 		if e.backend == BackendIOURing {
-			e.loops[i].p.UseURing()
+			e.loops[i].p.UseURing(e.uringReadiness)
 		}
 	}
 	return e, nil

@@ -34,9 +34,10 @@ const sampleNanos = int64(10 * time.Millisecond)
 // Gate reasons: the listen gate is open only while no reason holds it
 // closed. Each is a bit in Engine.gate.
 const (
-	gateMaxConns  uint32 = 1 << iota // MaxConns reached, until MaxConnsLow
-	gateShutdown                     // Shutdown started
-	gateAdmission                    // the admission policy's gate is closed or paused
+	gateMaxConns   uint32 = 1 << iota // MaxConns reached, until MaxConnsLow
+	gateShutdown                      // Shutdown started
+	gateAdmission                     // the admission policy's gate is closed or paused
+	gateHandshakes                    // Config.MaxHandshakes TLS handshakes in progress, until 3/4 of it
 )
 
 // wantListen reports whether this loop's listener should be in epoll.
@@ -177,6 +178,8 @@ func gateReasonName(r uint32) string {
 		return "shutdown"
 	case gateAdmission:
 		return "admission"
+	case gateHandshakes:
+		return "tls_handshakes"
 	}
 	return "unknown"
 }

@@ -35,8 +35,10 @@ type loop struct {
 
 	p       netpoll.Dispatcher
 	flusher ioflush.Flusher
-	buf     []byte      // the loop's read buffer
-	pools   bufferPools // output chunks, out-queues, input buffers, scratch (buffers.go)
+	buf     []byte // the loop's read buffer
+	// TLS scratch (tls.go): ciphertext read, plaintext staged for sealing
+	tlsIn, tlsStage []byte
+	pools           bufferPools // output chunks, out-queues, input buffers, scratch (buffers.go)
 
 	lis listener // the listening socket and its part in the gate (gate.go)
 
@@ -113,6 +115,10 @@ func newLoop(e *Engine, id int) *loop {
 		l.shed, l.pace.pollsFirst = s, s.lp != nil
 	}
 	l.inbox.init(cfg.InboxTasks)
+	if cfg.TLS != nil {
+		l.tlsIn = make([]byte, tlsReadBytes)
+		l.tlsStage = make([]byte, 0, tlsRecordBytes)
+	}
 	l.awake.Store(true)
 	return l
 }

@@ -124,7 +124,14 @@ func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) 
 	if len(dst) > budget {
 		dst = dst[:budget]
 	}
-	n, en = sysRead(int(c.fd), dst)
+	if c.tls != nil {
+		n, en = l.tlsRead(c, dst)
+		if c.flags&fClosed != 0 {
+			return 0, 0, 0
+		}
+	} else {
+		n, en = sysRead(int(c.fd), dst)
+	}
 	drained := en == unix.EAGAIN
 	if n > 0 {
 		drained = n < len(dst)
@@ -137,6 +144,9 @@ func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) 
 			c.in = c.in[:len(c.in)+n]
 			l.bp.inBytes += n
 			l.consume(c, c.in, true)
+		}
+		if c.tls != nil && c.tls.eof && c.flags&(fEOF|fClosed) == 0 {
+			c.peerEOF() // close_notify came with the last bytes: no edge will follow
 		}
 	}
 	l.shed.readEnd(c, t0, drained)

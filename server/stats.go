@@ -26,12 +26,13 @@ const (
 	CauseRejected                        // ErrRejected
 	CauseShutdown                        // ErrShutdown
 	CauseIOError                         // anything else: ECONNRESET, EPIPE, a handler's own cause
+	CauseTLS                             // ErrTLS: a failed handshake (HandshakeError), a bad record, an alert
 	NumCloseCauses                       // number of causes
 )
 
 var causeNames = [NumCloseCauses]string{
 	"peer_closed", "local", "idle_timeout", "frame_timeout", "write_stall",
-	"frame_too_large", "malformed", "queue_full", "rejected", "shutdown", "io_error",
+	"frame_too_large", "malformed", "queue_full", "rejected", "shutdown", "io_error", "tls",
 }
 
 // String returns the cause's metric label, e.g. "idle_timeout".
@@ -65,6 +66,8 @@ func CauseOf(err error) CloseCause {
 		return CauseRejected
 	case errors.Is(err, ErrShutdown):
 		return CauseShutdown
+	case errors.Is(err, ErrTLS):
+		return CauseTLS
 	}
 	return CauseIOError
 }
@@ -283,6 +286,13 @@ type Stats struct {
 	QueuedOutBytes int64 // bytes in out-queues now
 	QueuedInBytes  int64 // unparsed input bytes kept now
 
+	// TLS (Config.TLS): handshakes in progress now, completed, of which
+	// resumed a session, and failed by HandshakeFailure.
+	TLSHandshaking       int64
+	TLSHandshakes        uint64
+	TLSResumed           uint64
+	TLSHandshakeFailures [NumHandshakeFailures]uint64
+
 	// Admission is the admission snapshot: refusals by reason, the
 	// listener's accept queue, the worker pool and the policy's gate.
 	Admission AdmissionStats
@@ -330,5 +340,6 @@ func (e *Engine) Stats() Stats {
 	s.FrameBudgetSpent = sum[cFramesHeld]
 	s.EarlySubmits = sum[cEarlySubmits]
 	s.Admission = e.admissionStats(&sum, s.QueuedOutBytes+s.QueuedInBytes)
+	e.tlsStats(&s)
 	return s
 }

@@ -12,6 +12,7 @@ type errno = netpoll.Errno
 // at arbitrary points) without a socket, at the cost of an indirect call.
 var (
 	sysRead  = netpoll.Read
+	sysWrite = netpoll.Write // TLS records (tls.go)
 	sysClose = netpoll.Close
 	// setLingerZero makes the next close of a socket a reset (Conn.Abort).
 	setLingerZero = netpoll.SetLingerZero

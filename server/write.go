@@ -99,7 +99,14 @@ func (l *loop) flushConn(c *Conn) {
 	c.flags &^= fRejOnly // whatever is left is the flusher's (EPOLLOUT, ready list)
 	before := q.segs.Len()
 	l.hists.observeOutQueue(c.outBytes)
-	n, res, err := l.flusher.Flush(int(c.fd), &q.segs, l.cfg.FlushBudgetBytes)
+	var n int
+	var res ioflush.Result
+	var err error
+	if c.tls != nil {
+		n, res, err = l.tlsFlush(c, q, l.cfg.FlushBudgetBytes)
+	} else {
+		n, res, err = l.flusher.Flush(int(c.fd), &q.segs, l.cfg.FlushBudgetBytes)
+	}
 	l.st[cFlushes]++
 	if n > 0 {
 		stageFlushed(l, c.fd)

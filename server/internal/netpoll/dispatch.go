@@ -20,7 +20,8 @@ type Dispatcher struct {
 }
 
 // UseURing chooses the io_uring backend; it is called before Open.
-func (d *Dispatcher) UseURing() { d.ur = &URing{} }
+// readiness keeps connections on readiness and read(2) (no buffer ring).
+func (d *Dispatcher) UseURing(readiness bool) { d.ur = &URing{readyOnly: readiness} }
 
 func (d *Dispatcher) Open(maxEvents int) error {
 	if d.ur != nil {

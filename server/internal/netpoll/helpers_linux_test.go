@@ -89,7 +89,7 @@ func openPollerWith(t *testing.T, uring bool, set func(*URing)) *Dispatcher {
 	t.Helper()
 	p := new(Dispatcher)
 	if uring {
-		p.UseURing()
+		p.UseURing(false)
 		set(p.ur)
 	}
 	runtime.LockOSThread()

@@ -276,7 +276,7 @@ func FuzzRecvModeCompletions(f *testing.F) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		p := new(Dispatcher)
-		p.UseURing()
+		p.UseURing(false)
 		if err := p.Open(16); err != nil {
 			t.Skip(err)
 		}

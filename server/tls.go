@@ -1,0 +1,554 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sluicenet/sluice/ioflush"
+)
+
+// TLS in the loop (docs/TLS.md). The standard library's crypto/tls runs
+// unforked over a net.Conn of the engine's making (tlsPipe):
+//
+//   - The handshake runs on a goroutine of its own, over a duplicate of the
+//     connection's fd registered with Go's poller, so a peer that stalls
+//     mid-handshake parks a goroutine until Config.TLSHandshakeTimeout,
+//     never a loop or a thread. Handshakes in progress are bounded
+//     (Config.MaxHandshakes closes the listen gate), and so is the CPU
+//     they take: a handshake computes only while it holds one of
+//     Config.HandshakeCPUs tokens, given back whenever it waits for its
+//     peer.
+//   - Once established the connection belongs to its loop again, with no
+//     goroutine: the loop reads ciphertext with read(2) into the pipe,
+//     decrypts it with tls.Conn.Read into the buffers the codec decodes
+//     (so every codec, budget, deadline and the admission stage see
+//     plaintext), and at flush time seals the out-queue's plaintext into
+//     records it writes with write(2). The pipe answers "would block" when
+//     its bytes run out, an error crypto/tls treats as temporary.
+
+// ErrTLS is wrapped by every TLS failure that closes a connection after its
+// handshake (a bad record, a record over the maximum, an alert from the
+// peer, a renegotiation attempt); CauseOf files them under CauseTLS.
+var ErrTLS = errors.New("sluice: tls")
+
+// HandshakeFailure classifies why a TLS handshake failed, for
+// Stats.TLSHandshakeFailures and the metrics; the set is fixed, so it is a
+// bounded metric label.
+type HandshakeFailure uint8
+
+// Handshake failures.
+const (
+	HandshakeTimeout        HandshakeFailure = iota // Config.TLSHandshakeTimeout passed first
+	HandshakeNotTLS                                 // the first bytes were not a TLS record
+	HandshakeBadCertificate                         // the peer's certificate failed verification
+	HandshakeAlert                                  // the peer sent an alert, or the handshake broke the protocol
+	HandshakePeerClosed                             // the peer closed or reset the connection
+	HandshakeOther                                  // anything else (an fd shortage, a config error)
+	NumHandshakeFailures                            // number of failures
+)
+
+var handshakeFailureNames = [NumHandshakeFailures]string{
+	"timeout", "not_tls", "bad_certificate", "alert", "peer_closed", "other",
+}
+
+// String returns the failure's metric label, e.g. "timeout".
+func (f HandshakeFailure) String() string {
+	if f < NumHandshakeFailures {
+		return handshakeFailureNames[f]
+	}
+	return fmt.Sprintf("HandshakeFailure(%d)", uint8(f))
+}
+
+// HandshakeError is the close cause of a connection whose TLS handshake
+// failed (the handler never saw it: no OnOpen, no OnClose).
+type HandshakeError struct {
+	Failure HandshakeFailure
+	Err     error
+}
+
+func (e *HandshakeError) Error() string {
+	return "sluice: tls handshake: " + e.Failure.String() + ": " + e.Err.Error()
+}
+
+// Unwrap returns ErrTLS and the underlying error.
+func (e *HandshakeError) Unwrap() []error { return []error{ErrTLS, e.Err} }
+
+// classifyHandshake files a handshake error under its failure.
+func classifyHandshake(err error) HandshakeFailure {
+	var rh tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var hn x509.HostnameError
+	var alert tls.AlertError
+	var ne net.Error
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return HandshakeTimeout
+	case errors.As(err, &rh):
+		return HandshakeNotTLS
+	case errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &ci) || errors.As(err, &hn):
+		return HandshakeBadCertificate
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE):
+		return HandshakePeerClosed
+	case errors.As(err, &alert):
+		return HandshakeAlert
+	case errors.As(err, &ne) && ne.Timeout():
+		return HandshakeTimeout
+	}
+	// crypto/tls reports most protocol breaches (and the alerts it sent for
+	// them) as plain errors whose text begins with "tls: "
+	if s := err.Error(); len(s) > 5 && s[:5] == "tls: " {
+		return HandshakeAlert
+	}
+	return HandshakeOther
+}
+
+// connTLS is a TLS connection's state; the loop owns it once the
+// handshake is done.
+type connTLS struct {
+	pipe  tlsPipe
+	tc    *tls.Conn
+	state *tls.ConnectionState // after the handshake (Conn.TLS)
+
+	covered int  // plaintext bytes at the out-queue's head sealed into pipe.wout
+	eof     bool // tls.Conn.Read returned end of stream (close_notify)
+}
+
+// TLS returns the connection's TLS state (negotiated version, cipher
+// suite, ALPN protocol, server name, the peer's verified certificates),
+// or nil on a plaintext engine. It is set before OnOpen and never changes;
+// the handler may use it for a tenant key (AdmissionPolicy.TenantKey runs
+// with the peer address only: map the address to the identity in OnOpen).
+func (c *Conn) TLS() *tls.ConnectionState {
+	if c.tls == nil {
+		return nil
+	}
+	return c.tls.state
+}
+
+// errWouldBlock is what the established pipe returns when its ciphertext
+// runs out: crypto/tls keeps its state on a temporary net.Error.
+var errWouldBlock = &wouldBlock{}
+
+type wouldBlock struct{}
+
+func (*wouldBlock) Error() string   { return "sluice: tls pipe would block" }
+func (*wouldBlock) Timeout() bool   { return true }
+func (*wouldBlock) Temporary() bool { return true }
+
+// tlsPipe is the net.Conn crypto/tls runs over. During the handshake it
+// reads and writes f (a duplicate of the connection's fd in Go's poller)
+// with a deadline, holding a CPU token only between a read's return and
+// the next read; once established it reads the ciphertext the loop put in
+// rin and appends what it writes to wout, for the loop to write.
+type tlsPipe struct {
+	f      *os.File // the handshake's fd; nil once established
+	cpu    chan struct{}
+	held   bool
+	ctx    context.Context
+	local  net.Addr
+	remote net.Addr
+
+	rin  []byte // ciphertext read (the loop's scratch), not yet given to crypto/tls
+	roff int
+	keep []byte // ciphertext left in rin when a read's dst filled
+	wout []byte // sealed records not yet written
+	woff int
+}
+
+func (p *tlsPipe) Read(b []byte) (int, error) {
+	if p.f == nil {
+		if p.roff == len(p.rin) {
+			return 0, errWouldBlock
+		}
+		n := copy(b, p.rin[p.roff:])
+		p.roff += n
+		return n, nil
+	}
+	p.release() // waiting for the peer costs no CPU token
+	n, err := p.f.Read(b)
+	if n > 0 || err == nil {
+		if aerr := p.acquire(); aerr != nil {
+			return 0, aerr
+		}
+	}
+	return n, err
+}
+
+func (p *tlsPipe) Write(b []byte) (int, error) {
+	if p.f == nil {
+		p.wout = append(p.wout, b...)
+		return len(b), nil
+	}
+	return p.f.Write(b)
+}
+
+// acquire takes a CPU token, or fails when the handshake's deadline passes
+// while it waits for one.
+func (p *tlsPipe) acquire() error {
+	if p.held {
+		return nil
+	}
+	select {
+	case p.cpu <- struct{}{}:
+		p.held = true
+		return nil
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+}
+
+func (p *tlsPipe) release() {
+	if p.held {
+		<-p.cpu
+		p.held = false
+	}
+}
+
+func (p *tlsPipe) Close() error                     { return nil } // the loop closes the fd
+func (p *tlsPipe) LocalAddr() net.Addr              { return p.local }
+func (p *tlsPipe) RemoteAddr() net.Addr             { return p.remote }
+func (p *tlsPipe) SetDeadline(time.Time) error      { return nil }
+func (p *tlsPipe) SetReadDeadline(time.Time) error  { return nil }
+func (p *tlsPipe) SetWriteDeadline(time.Time) error { return nil }
+
+// tlsEngine is the engine's TLS part: the handshake bounds and counters.
+type tlsEngine struct {
+	active   atomic.Int64 // handshakes in progress
+	cpu      chan struct{}
+	done     atomic.Uint64 // handshakes completed
+	resumed  atomic.Uint64 // of which resumed a session
+	failures [NumHandshakeFailures]atomic.Uint64
+	lastLog  atomic.Int64 // engine clock of the last failure logged
+	unlogged atomic.Uint64
+}
+
+// sockaddrAddr converts a getsockname result to a net.Addr.
+func sockaddrAddr(sa unix.Sockaddr) net.Addr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+	}
+	return nil
+}
+
+// startHandshake hands a new TLS connection to a handshake goroutine. The
+// loop does not read it (fHandshake) until handshakeDone.
+func (l *loop) startHandshake(c *Conn) {
+	e := l.e
+	t := &e.tls
+	dup, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		l.handshakeFailed(c, &HandshakeError{HandshakeOther, os.NewSyscallError("fcntl", err)})
+		return
+	}
+	c.flags |= fHandshake
+	c.tls = &connTLS{}
+	p := &c.tls.pipe
+	p.f = os.NewFile(uintptr(dup), "tls")
+	p.cpu = t.cpu
+	p.remote = c.RemoteAddr()
+	if sa, err := unix.Getsockname(int(c.fd)); err == nil {
+		p.local = sockaddrAddr(sa)
+	}
+	c.tls.tc = tls.Server(p, e.cfg.TLS)
+	if t.active.Add(1) >= int64(e.cfg.MaxHandshakes) {
+		e.pauseAccept(gateHandshakes)
+	}
+	deadline := time.Now().Add(e.cfg.TLSHandshakeTimeout)
+	fd, gen := c.fd, c.gen
+	tc, f := c.tls.tc, p.f
+	go func() {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		p.ctx = ctx
+		err := f.SetDeadline(deadline)
+		if err == nil {
+			err = tc.HandshakeContext(ctx)
+		}
+		p.release()
+		cancel()
+		f.Close() // the duplicate only: the loop keeps the connection's fd
+		p.f, p.ctx = nil, nil
+		if t.active.Add(-1) <= int64(e.cfg.MaxHandshakes)*3/4 {
+			e.resumeAccept(gateHandshakes)
+		}
+		// back to the loop; a full inbox is retried, a closed connection
+		// or engine drops it
+		tk := task{kind: taskRun, fd: fd, gen: gen, fn: func(c *Conn) { c.loop.handshakeDone(c, err) }}
+		for {
+			switch l.submit(tk) {
+			case ErrInboxFull:
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			return
+		}
+	}()
+}
+
+// handshakeDone takes c back on its loop when its handshake ended: a
+// failure closes it (counted, logged at most once a second), success
+// records the state and opens c to the handler.
+func (l *loop) handshakeDone(c *Conn, err error) {
+	if err != nil {
+		l.handshakeFailed(c, &HandshakeError{classifyHandshake(err), err})
+		return
+	}
+	t := c.tls
+	st := t.tc.ConnectionState()
+	t.state = &st
+	l.e.tls.done.Add(1)
+	if st.DidResume {
+		l.e.tls.resumed.Add(1)
+	}
+	c.flags &^= fHandshake
+	c.lastActive = l.now
+	c.act(l.h.OnOpen(c))
+	if c.flags&fClosed == 0 {
+		// the handshake goroutine may have read past the handshake, and
+		// the edges it consumed will not come again
+		l.ready(c, fNeedRead)
+	}
+}
+
+// handshakeFailed counts, logs and closes c, which the handler never saw.
+func (l *loop) handshakeFailed(c *Conn, he *HandshakeError) {
+	t := &l.e.tls
+	t.failures[he.Failure].Add(1)
+	if lg := l.cfg.Logger; lg != nil {
+		now := l.e.clock()
+		last := t.lastLog.Load()
+		if now-last >= int64(time.Second) && t.lastLog.CompareAndSwap(last, now) {
+			lg.Info("sluice: tls handshake failed", "peer", c.remote.String(),
+				"reason", he.Failure.String(), "err", he.Err.Error(), "suppressed", t.unlogged.Swap(0))
+		} else {
+			t.unlogged.Add(1)
+		}
+	}
+	c.flags |= fHandshake // no OnClose: no OnOpen was called
+	l.closeNow(c, he)
+}
+
+// tlsRead fills dst with plaintext: it decrypts what the pipe holds and
+// reads more ciphertext from the socket as needed, until dst is full, the
+// socket is drained (a short read or EAGAIN) or the stream ends. It keeps
+// read(2)'s contract for readOnce: fewer bytes than asked only when the
+// socket was drained, 0 and no errno at end of stream. A TLS error closes c
+// (ErrTLS). Ciphertext is read into the loop's scratch; crypto/tls takes
+// what it reads into its own record buffer, and only ciphertext left when
+// dst fills is kept with c (pipe.keep).
+func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
+	t := c.tls
+	p := &t.pipe
+	p.rin, p.roff = append(l.tlsIn[:0], p.keep...), 0
+	if p.keep != nil {
+		l.pools.ins.put(p.keep)
+		p.keep = nil
+	}
+	got, drained := 0, false
+	var rerr errno
+	for got < len(dst) && !t.eof {
+		n, err := t.tc.Read(dst[got:])
+		got += n
+		switch {
+		case err == nil:
+			continue
+		case err == io.EOF:
+			t.eof = true
+			continue
+		case err != errWouldBlock:
+			p.rin, p.roff = nil, 0
+			l.closeNow(c, fmt.Errorf("%w: %w", ErrTLS, err))
+			return 0, 0
+		}
+		if drained {
+			break
+		}
+		// the pipe ran dry (crypto/tls took all it held): read more
+		p.rin, p.roff = l.tlsIn[:0], 0
+		m, en := sysRead(int(c.fd), l.tlsIn[:cap(l.tlsIn)])
+		switch {
+		case en == unix.EINTR:
+			continue
+		case en == unix.EAGAIN:
+			drained = true
+			continue
+		case en != 0:
+			rerr, drained = en, true
+			continue
+		case m == 0:
+			t.eof = true // end of file under the TLS stream
+			continue
+		}
+		p.rin = l.tlsIn[:m]
+		drained = m < cap(l.tlsIn)
+	}
+	if rest := p.rin[p.roff:]; len(rest) > 0 {
+		p.keep = append(l.pools.ins.get(len(rest)), rest...)
+	}
+	p.rin, p.roff = nil, 0
+	if len(p.wout) > p.woff {
+		l.tlsPostHandshake(c)
+		if c.flags&fClosed != 0 {
+			return 0, 0
+		}
+	}
+	switch {
+	case got > 0:
+		return got, 0
+	case rerr != 0:
+		return 0, rerr
+	case t.eof:
+		return 0, 0
+	}
+	return 0, unix.EAGAIN
+}
+
+// tlsReadBytes is how much ciphertext one read(2) asks for: two full
+// records (16 KiB and their overhead each).
+const tlsReadBytes = 34 << 10
+
+// tlsPostHandshake writes what crypto/tls wrote while reading (a KeyUpdate
+// answer): through the out-queue's flush when there is one, else at once.
+func (l *loop) tlsPostHandshake(c *Conn) {
+	if c.out != nil {
+		l.markDirty(c)
+		return
+	}
+	p := &c.tls.pipe
+	n, en := sysWrite(int(c.fd), p.wout[p.woff:])
+	if n > 0 {
+		p.woff += n
+	}
+	if p.woff == len(p.wout) {
+		p.wout, p.woff = p.wout[:0], 0
+		return
+	}
+	if en == 0 || en == unix.EAGAIN {
+		en = unix.EAGAIN
+	}
+	l.closeNow(c, fmt.Errorf("%w: post-handshake message not written: %w", ErrTLS, en))
+}
+
+// tlsSealBytes bounds the plaintext one flush seals before it writes: the
+// sealed records wait in the pipe, outside the out-queue's budget, so they
+// stay few.
+const tlsSealBytes = 64 << 10
+
+// tlsFlush is ioflush.Flush for a TLS connection: it writes the records
+// sealed last time, then seals the out-queue's next plaintext (copied into
+// records of up to 16 KiB, so many small replies share one) and writes
+// those. Plaintext leaves the out-queue (n) only when its records are
+// written, so the budgets, the write-stall clock and a graceful close see
+// the connection's output as it leaves.
+func (l *loop) tlsFlush(c *Conn, q *outQueue, budget int) (n int, res ioflush.Result, err error) {
+	t := c.tls
+	p := &t.pipe
+	if budget <= 0 {
+		budget = int(^uint(0) >> 1)
+	}
+	for {
+		if p.woff < len(p.wout) {
+			w, en := sysWrite(int(c.fd), p.wout[p.woff:])
+			if w > 0 {
+				p.woff += w
+				c.progressAt, c.lastActive = l.now, l.now
+			}
+			switch {
+			case en == unix.EINTR:
+				continue
+			case en == unix.EAGAIN:
+				return n, ioflush.WouldBlock, nil
+			case en != 0:
+				return n, ioflush.Flushed, os.NewSyscallError("write", en)
+			case p.woff < len(p.wout):
+				return n, ioflush.WouldBlock, nil
+			}
+			p.wout, p.woff = p.wout[:0], 0
+			if t.covered > 0 {
+				ioflush.Consume(&q.segs, t.covered)
+				n += t.covered
+				t.covered = 0
+			}
+		}
+		if q.segs.Empty() {
+			return n, ioflush.Flushed, nil
+		}
+		if n >= budget {
+			return n, ioflush.BudgetSpent, nil
+		}
+		k, err := l.tlsSeal(c, q, min(tlsSealBytes, budget-n))
+		if err != nil {
+			return n, ioflush.Flushed, err
+		}
+		if k == 0 { // only empty segments
+			ioflush.Consume(&q.segs, 0)
+			continue
+		}
+		t.covered = k
+	}
+}
+
+// tlsSeal seals up to limit bytes from the head of the out-queue into the
+// pipe's wout, through the loop's staging buffer, and returns how many.
+func (l *loop) tlsSeal(c *Conn, q *outQueue, limit int) (int, error) {
+	tc := c.tls.tc
+	st := l.tlsStage[:0]
+	total := 0
+	for i := 0; total < limit; i++ {
+		s := q.segs.At(i)
+		if s == nil {
+			break
+		}
+		b := s.Buf
+		if len(b) > limit-total {
+			b = b[:limit-total]
+		}
+		for len(b) > 0 {
+			k := copy(st[len(st):cap(st)], b)
+			st = st[:len(st)+k]
+			b = b[k:]
+			total += k
+			if len(st) == cap(st) {
+				if _, err := tc.Write(st); err != nil {
+					return 0, fmt.Errorf("%w: %w", ErrTLS, err)
+				}
+				st = st[:0]
+			}
+		}
+	}
+	if len(st) > 0 {
+		if _, err := tc.Write(st); err != nil {
+			return 0, fmt.Errorf("%w: %w", ErrTLS, err)
+		}
+	}
+	return total, nil
+}
+
+// tlsRecordBytes is the staging buffer: one full TLS record's plaintext.
+const tlsRecordBytes = 16 << 10
+
+// tlsStats fills s's TLS counters.
+func (e *Engine) tlsStats(s *Stats) {
+	t := &e.tls
+	s.TLSHandshaking = t.active.Load()
+	s.TLSHandshakes = t.done.Load()
+	s.TLSResumed = t.resumed.Load()
+	for i := range s.TLSHandshakeFailures {
+		s.TLSHandshakeFailures[i] = t.failures[i].Load()
+	}
+}

@@ -1,0 +1,313 @@
+package server
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testCA is a self-signed ECDSA P-256 certificate for 127.0.0.1 that is
+// also the CA of the client certificates testClientCert issues.
+type testCA struct {
+	cert tls.Certificate
+	pool *x509.CertPool
+}
+
+var (
+	testCAOnce sync.Once
+	testCAVal  testCA
+)
+
+func tlsCA(t testing.TB) testCA {
+	testCAOnce.Do(func() {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			panic(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber:          big.NewInt(1),
+			Subject:               pkix.Name{CommonName: "sluice test CA"},
+			NotBefore:             time.Now().Add(-time.Hour),
+			NotAfter:              time.Now().Add(24 * time.Hour),
+			IsCA:                  true,
+			BasicConstraintsValid: true,
+			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+			IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+			DNSNames:              []string{"localhost"},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			panic(err)
+		}
+		leaf, _ := x509.ParseCertificate(der)
+		pool := x509.NewCertPool()
+		pool.AddCert(leaf)
+		testCAVal = testCA{tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool}
+	})
+	return testCAVal
+}
+
+// issue makes a client certificate for cn signed by the CA (or, with
+// selfSigned, signed by nobody the server trusts).
+func (ca testCA) issue(t testing.TB, cn string, selfSigned bool) tls.Certificate {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	parent, signer := ca.cert.Leaf, ca.cert.PrivateKey
+	if selfSigned {
+		parent, signer = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func (ca testCA) server() *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{ca.cert}, MinVersion: tls.VersionTLS12}
+}
+
+func (ca testCA) client() *tls.Config {
+	return &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"}
+}
+
+// tlsEcho sends a stream of codec frames over TLS in random pieces,
+// closes its writing half (close_notify) and checks that exactly the
+// stream comes back before end of stream.
+func tlsEcho(e *Engine, cfg *tls.Config, codec string, seed uint64, size, maxFrame int, rcvbuf int) error {
+	rng := mrand.New(mrand.NewPCG(seed, 99))
+	want := streamFor(codec, rng, size, maxFrame)
+	raw, err := dialSmallWindow(e.Addr().String(), rcvbuf)
+	if err != nil {
+		return err
+	}
+	conn := tls.Client(raw, cfg)
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if err := conn.Handshake(); err != nil {
+		return fmt.Errorf("handshake: %w", err)
+	}
+	werr := make(chan error, 1)
+	go func() {
+		err := writeChopped(conn, want, mrand.New(mrand.NewPCG(seed, 7)))
+		if err == nil {
+			err = conn.CloseWrite()
+		}
+		werr <- err
+	}()
+	got, err := io.ReadAll(conn)
+	if err != nil {
+		return fmt.Errorf("read after %d bytes: %w", len(got), err)
+	}
+	if err := <-werr; err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < min(len(got), len(want)) && got[i] == want[i] {
+			i++
+		}
+		return fmt.Errorf("echo differs at byte %d (got %d bytes, want %d)", i, len(got), len(want))
+	}
+	return nil
+}
+
+// TestTLSEcho: every codec echoes over TLS 1.3 and 1.2, split and
+// coalesced frames, with a client that reads slowly (a small receive
+// window, so sealed records wait for EPOLLOUT); OnOpen sees the
+// negotiated state.
+func TestTLSEcho(t *testing.T) {
+	ca := tlsCA(t)
+	for _, version := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		for _, codec := range []string{"raw", "length", "line"} {
+			t.Run(fmt.Sprintf("%s/%s", tls.VersionName(version), codec), func(t *testing.T) {
+				h := newTestHandler()
+				var states sync.Map
+				h.frame = nil
+				open := HandlerFuncs{
+					Open: func(c *Conn) Action {
+						if st := c.TLS(); st != nil {
+							states.Store(st.Version, true)
+						}
+						return h.OnOpen(c)
+					},
+					Frame: h.OnFrame,
+					Close: h.OnClose,
+				}
+				e := start(t, Config{Loops: 2, Codec: codecByName(t, codec, 64<<10), TLS: ca.server()}, open)
+				cfg := ca.client()
+				cfg.MinVersion, cfg.MaxVersion = version, version
+				var wg sync.WaitGroup
+				errs := make(chan error, 6)
+				for i := range 6 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						rcvbuf := 0
+						if i%2 == 1 {
+							rcvbuf = 4096
+						}
+						if err := tlsEcho(e, cfg, codec, uint64(i+1), 300<<10, 20<<10, rcvbuf); err != nil {
+							errs <- fmt.Errorf("client %d: %w", i, err)
+						}
+					}()
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					t.Error(err)
+				}
+				if _, ok := states.Load(version); !ok {
+					t.Errorf("OnOpen never saw %s in Conn.TLS", tls.VersionName(version))
+				}
+				s := waitStats(t, e, "handshakes counted", func(s Stats) bool { return s.TLSHandshakes >= 6 })
+				if s.TLSHandshaking != 0 {
+					t.Errorf("%d handshakes still in progress", s.TLSHandshaking)
+				}
+			})
+		}
+	}
+}
+
+// TestTLSBadHandshakes: garbage instead of a ClientHello, a handshake
+// that stops halfway, a peer that closes mid-handshake and a client
+// certificate that fails verification each close only that connection,
+// counted by reason, without OnOpen or OnClose; an established connection
+// beside them goes on echoing.
+func TestTLSBadHandshakes(t *testing.T) {
+	ca := tlsCA(t)
+	srv := ca.server()
+	srv.ClientAuth = tls.VerifyClientCertIfGiven
+	srv.ClientCAs = ca.pool
+	h := newTestHandler()
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: srv, TLSHandshakeTimeout: 300 * time.Millisecond}, h)
+	good, err := tls.Dial("tcp", e.Addr().String(), ca.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	c0 := h.nextOpen(t)
+	echoOnce := func() {
+		t.Helper()
+		msg := pipelined(1, 100)
+		good.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := good.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]byte, len(msg))
+		if _, err := io.ReadFull(good, back); err != nil || !bytes.Equal(back, msg) {
+			t.Fatalf("established echo: %v", err)
+		}
+	}
+	echoOnce()
+
+	// garbage: not a TLS record
+	g := dialAddr(t, e.Addr().String())
+	g.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	expectClosed(t, g)
+	// a handshake that stops halfway: the ClientHello's first bytes
+	s := dialAddr(t, e.Addr().String())
+	s.Write([]byte{0x16, 0x03, 0x01, 0x00, 0xf0, 0x01})
+	expectClosed(t, s)
+	// a peer that closes mid-handshake
+	p := dialAddr(t, e.Addr().String())
+	p.Write([]byte{0x16, 0x03, 0x01})
+	p.Close()
+	// an untrusted client certificate
+	bad := ca.client()
+	mallory := ca.issue(t, "mallory", true)
+	bad.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &mallory, nil }
+	if c, err := tls.Dial("tcp", e.Addr().String(), bad); err == nil {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err = c.Read(make([]byte, 1)) // TLS 1.3: the server's verdict arrives after the client's Finished
+		if err == nil {
+			t.Error("a client with an untrusted certificate was served")
+		}
+		c.Close()
+	}
+	st := waitStats(t, e, "four handshake failures", func(s Stats) bool {
+		f := s.TLSHandshakeFailures
+		return f[HandshakeNotTLS] >= 1 && f[HandshakeTimeout] >= 1 && f[HandshakePeerClosed] >= 1 && f[HandshakeBadCertificate] >= 1
+	})
+	t.Logf("failures %v", st.TLSHandshakeFailures)
+	if st.Closed[CauseTLS] < 4 {
+		t.Errorf("closed for TLS: %d, want at least 4", st.Closed[CauseTLS])
+	}
+	select {
+	case c := <-h.opened:
+		t.Errorf("OnOpen for a connection whose handshake failed (%v)", c.RemoteAddr())
+	case ev := <-h.closed:
+		t.Errorf("OnClose for %v: %v", ev.c.RemoteAddr(), ev.cause)
+	default:
+	}
+	echoOnce()
+	if c0.TLS() == nil || len(c0.TLS().PeerCertificates) != 0 {
+		t.Errorf("established connection's TLS state: %+v", c0.TLS())
+	}
+}
+
+// expectClosed reads c until the server closes it.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server did not close the connection")
+	}
+	c.Close()
+}
+
+// TestTLSClientCertIdentity: a verified client certificate's identity is
+// in Conn.TLS when OnOpen runs.
+func TestTLSClientCertIdentity(t *testing.T) {
+	ca := tlsCA(t)
+	srv := ca.server()
+	srv.ClientAuth = tls.RequireAndVerifyClientCert
+	srv.ClientCAs = ca.pool
+	names := make(chan string, 1)
+	h := HandlerFuncs{Open: func(c *Conn) Action {
+		names <- c.TLS().PeerCertificates[0].Subject.CommonName
+		return None
+	}, Frame: echoHandlerAlloc.Frame}
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: srv}, h)
+	cfg := ca.client()
+	cfg.Certificates = []tls.Certificate{ca.issue(t, "tenant-7", false)}
+	c, err := tls.Dial("tcp", e.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case n := <-names:
+		if n != "tenant-7" {
+			t.Errorf("peer identity %q, want tenant-7", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnOpen")
+	}
+}
