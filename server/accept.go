@@ -19,6 +19,9 @@ func (l *loop) acceptPhase() {
 		return
 	}
 	for i := 0; i < l.cfg.MaxAcceptPerTurn; i++ {
+		if l.e.gate.Load()&gateHandshakes != 0 {
+			return // MaxHandshakes reached within this batch (tls.go)
+		}
 		if l.e.rejecting.Load() {
 			if !l.acceptReject() {
 				return

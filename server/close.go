@@ -36,6 +36,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	if c.flags&fPoolBacklog != 0 {
 		l.e.pool.unblock(c)
 	}
+	c.cancelHandshake()
 	c.flags |= fClosed
 	if c.closing == nil {
 		c.closing = cause

@@ -124,6 +124,22 @@ type connTLS struct {
 
 	covered int  // plaintext bytes at the out-queue's head sealed into pipe.wout
 	eof     bool // tls.Conn.Read returned end of stream (close_notify)
+
+	// the handshake's duplicate fd and context, which the loop cancels
+	// when it closes the connection first (cancelHandshake)
+	hsFile   *os.File
+	hsCancel context.CancelFunc
+}
+
+// cancelHandshake ends c's handshake goroutine at once when c closes
+// before its handshake does (a timer, a hangup, the engine's shutdown):
+// its reads fail, a wait for a CPU token ends, and the result it sends the
+// loop is dropped as stale.
+func (c *Conn) cancelHandshake() {
+	if t := c.tls; t != nil && t.hsCancel != nil && c.flags&fHandshake != 0 {
+		t.hsCancel()
+		t.hsFile.SetDeadline(time.Unix(1, 0))
+	}
 }
 
 // TLS returns the connection's TLS state (negotiated version, cipher
@@ -270,11 +286,12 @@ func (l *loop) startHandshake(c *Conn) {
 		e.pauseAccept(gateHandshakes)
 	}
 	deadline := time.Now().Add(e.cfg.TLSHandshakeTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	p.ctx = ctx
+	c.tls.hsFile, c.tls.hsCancel = p.f, cancel
 	fd, gen := c.fd, c.gen
 	tc, f := c.tls.tc, p.f
 	go func() {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		p.ctx = ctx
 		err := f.SetDeadline(deadline)
 		if err == nil {
 			err = tc.HandshakeContext(ctx)
@@ -316,6 +333,7 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 		l.e.tls.resumed.Add(1)
 	}
 	c.flags &^= fHandshake
+	t.hsFile, t.hsCancel = nil, nil
 	c.lastActive = l.now
 	c.act(l.h.OnOpen(c))
 	if c.flags&fClosed == 0 {
