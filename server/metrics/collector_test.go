@@ -22,7 +22,9 @@ func scripted() server.Stats {
 	s := server.Stats{
 		Loops: 2, ConnsOpen: 7, GateOpen: true, GateTransitions: 4, InboxFull: 3,
 		Accepted: 100, AcceptErrors: 2, AcceptPauses: 5,
-		Reads: 1000, BytesIn: 65536, Frames: 900, ReadBudgetSpent: 11,
+		TLSHandshaking: 3, TLSHandshakes: 90, TLSResumed: 40,
+		TLSHandshakeFailures: [server.NumHandshakeFailures]uint64{server.HandshakeTimeout: 6, server.HandshakeBadCertificate: 2},
+		Reads:                1000, BytesIn: 65536, Frames: 900, ReadBudgetSpent: 11,
 		Flushes: 800, BytesOut: 60000, OutArms: 12, FlushBudgetSpent: 13, EarlySubmits: 43,
 		Pauses: 14, QueueFull: 15, Rejects: 16, SlowReads: 31, LazyFlushes: 32,
 		InboxTasks: 17, StaleEvents: 18, StaleTasks: 19, TimerFires: 20,
@@ -141,7 +143,7 @@ sluice_epollout_arms_total 12
 # TYPE sluice_queued_bytes gauge
 sluice_queued_bytes{direction="in"} 512
 sluice_queued_bytes{direction="out"} 4096
-# HELP sluice_connections_closed_total Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error).
+# HELP sluice_connections_closed_total Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error, tls).
 # TYPE sluice_connections_closed_total counter
 sluice_connections_closed_total{cause="frame_timeout"} 33
 sluice_connections_closed_total{cause="frame_too_large"} 35
@@ -153,6 +155,7 @@ sluice_connections_closed_total{cause="peer_closed"} 30
 sluice_connections_closed_total{cause="queue_full"} 37
 sluice_connections_closed_total{cause="rejected"} 38
 sluice_connections_closed_total{cause="shutdown"} 39
+sluice_connections_closed_total{cause="tls"} 41
 sluice_connections_closed_total{cause="write_stall"} 34
 `
 	err := testutil.CollectAndCompare(c, strings.NewReader(want),
@@ -222,6 +225,9 @@ func TestEngineMetricsValues(t *testing.T) {
 		{"sluice_pool_running_requests", gau, 27},
 		{"sluice_pool_submitted_total", ctr, 280},
 		{"sluice_pool_served_total", ctr, 250},
+		{"sluice_tls_handshakes_in_progress", gau, 3},
+		{"sluice_tls_handshakes_total", ctr, 90},
+		{"sluice_tls_resumed_total", ctr, 40},
 	}
 	for i, w := range want {
 		mf := fams[w.name]
@@ -240,25 +246,28 @@ func TestEngineMetricsValues(t *testing.T) {
 		}
 	}
 	labelled := map[string]float64{
-		`sluice_accept_errors_total{errno="EPERM"}`:                  1,
-		`sluice_accept_errors_total{errno="other"}`:                  1,
-		`sluice_accept_errors_total{errno="ECONNABORTED"}`:           0,
-		`sluice_accept_errors_total{errno="ENOSPC"}`:                 0,
-		`sluice_accept_pauses_total{errno="EMFILE"}`:                 4,
-		`sluice_accept_pauses_total{errno="ENFILE"}`:                 1,
-		`sluice_accept_pauses_total{errno="ENOMEM"}`:                 0,
-		`sluice_rejects_total{reason="other"}`:                       1,
-		`sluice_rejects_total{reason="tenant"}`:                      24,
-		`sluice_rejects_total{reason="queue"}`:                       25,
-		`sluice_rejects_total{reason="codel"}`:                       0,
-		`sluice_pool_rejects_total{reason="queue"}`:                  25,
-		`sluice_pool_rejects_total{reason="draining"}`:               0,
-		`sluice_priority_rejects_total{priority="critical"}`:         0,
-		`sluice_priority_rejects_total{priority="normal"}`:           5,
-		`sluice_priority_rejects_total{priority="best_effort"}`:      7,
-		`sluice_pool_priority_rejects_total{priority="critical"}`:    2,
-		`sluice_pool_priority_rejects_total{priority="normal"}`:      0,
-		`sluice_pool_priority_rejects_total{priority="best_effort"}`: 23,
+		`sluice_accept_errors_total{errno="EPERM"}`:                     1,
+		`sluice_accept_errors_total{errno="other"}`:                     1,
+		`sluice_accept_errors_total{errno="ECONNABORTED"}`:              0,
+		`sluice_accept_errors_total{errno="ENOSPC"}`:                    0,
+		`sluice_accept_pauses_total{errno="EMFILE"}`:                    4,
+		`sluice_accept_pauses_total{errno="ENFILE"}`:                    1,
+		`sluice_accept_pauses_total{errno="ENOMEM"}`:                    0,
+		`sluice_rejects_total{reason="other"}`:                          1,
+		`sluice_rejects_total{reason="tenant"}`:                         24,
+		`sluice_rejects_total{reason="queue"}`:                          25,
+		`sluice_rejects_total{reason="codel"}`:                          0,
+		`sluice_pool_rejects_total{reason="queue"}`:                     25,
+		`sluice_pool_rejects_total{reason="draining"}`:                  0,
+		`sluice_priority_rejects_total{priority="critical"}`:            0,
+		`sluice_priority_rejects_total{priority="normal"}`:              5,
+		`sluice_priority_rejects_total{priority="best_effort"}`:         7,
+		`sluice_pool_priority_rejects_total{priority="critical"}`:       2,
+		`sluice_pool_priority_rejects_total{priority="normal"}`:         0,
+		`sluice_pool_priority_rejects_total{priority="best_effort"}`:    23,
+		`sluice_tls_handshake_failures_total{reason="timeout"}`:         6,
+		`sluice_tls_handshake_failures_total{reason="bad_certificate"}`: 2,
+		`sluice_tls_handshake_failures_total{reason="not_tls"}`:         0,
 	}
 	if d := compare(vals, labelled); d != "" {
 		t.Errorf("labelled accept metrics:\n%s", d)
@@ -274,8 +283,9 @@ func TestEngineMetricsValues(t *testing.T) {
 	}
 	// unlabelled + closed_total, queued_bytes, accept_errors_total,
 	// accept_pauses_total, rejects_total, priority_rejects_total,
-	// pool_rejects_total, pool_priority_rejects_total
-	const labelledFams = 8
+	// pool_rejects_total, pool_priority_rejects_total,
+	// tls_handshake_failures_total
+	const labelledFams = 9
 	if len(fams) != len(want)+labelledFams {
 		var names []string
 		for n := range fams {

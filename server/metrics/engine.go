@@ -32,6 +32,14 @@ var engineMetrics = []statMetric{
 	{"sluice_draining", "1 once a graceful shutdown has begun (listeners closing, connections draining).", prometheus.GaugeValue,
 		func(s *server.Stats) float64 { return b2f(s.Draining) }},
 
+	// TLS (Config.TLS)
+	{"sluice_tls_handshakes_in_progress", "TLS handshakes in progress now (MaxHandshakes closes the listen gate).", prometheus.GaugeValue,
+		func(s *server.Stats) float64 { return float64(s.TLSHandshaking) }},
+	{"sluice_tls_handshakes_total", "TLS handshakes completed.", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.TLSHandshakes) }},
+	{"sluice_tls_resumed_total", "TLS handshakes completed that resumed a session (a ticket); divided by sluice_tls_handshakes_total, the resumption rate.", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.TLSResumed) }},
+
 	// read side
 	{"sluice_reads_total", "read(2) calls that returned data.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Reads) }},
@@ -92,11 +100,13 @@ var engineMetrics = []statMetric{
 // Labelled engine metrics.
 const (
 	nameClosed       = "sluice_connections_closed_total"
-	helpClosed       = "Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error)."
+	helpClosed       = "Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error, tls)."
 	nameQueued       = "sluice_queued_bytes"
 	helpQueued       = "Bytes held now, all connections: direction=\"in\" is unparsed input kept, direction=\"out\" is output queued and not yet written."
 	nameAcceptErrors = "sluice_accept_errors_total"
 	helpAcceptErrors = "accept4 or connection setup (setsockopt, epoll_ctl) failures other than a shortage of file descriptors or memory, by errno (ECONNABORTED, EPERM, EPROTO, EINVAL, ENOSPC, ENOMEM, other)."
+	nameTLSFailures  = "sluice_tls_handshake_failures_total"
+	helpTLSFailures  = "TLS handshakes that failed, by reason (timeout, not_tls, bad_certificate, alert, peer_closed, other)."
 	nameAcceptPauses = "sluice_accept_pauses_total"
 	helpAcceptPauses = "Times a loop took its listener out of epoll for AcceptRetryDelay, by errno (EMFILE, ENFILE, ENOBUFS, ENOMEM)."
 )
@@ -115,6 +125,7 @@ type engineDescs struct {
 	queued       *prometheus.Desc
 	acceptErrors *prometheus.Desc
 	acceptPauses *prometheus.Desc
+	tlsFailures  *prometheus.Desc
 }
 
 func newEngineDescs(cl prometheus.Labels) engineDescs {
@@ -126,6 +137,7 @@ func newEngineDescs(cl prometheus.Labels) engineDescs {
 	d.queued = prometheus.NewDesc(nameQueued, helpQueued, []string{"direction"}, cl)
 	d.acceptErrors = prometheus.NewDesc(nameAcceptErrors, helpAcceptErrors, []string{"errno"}, cl)
 	d.acceptPauses = prometheus.NewDesc(nameAcceptPauses, helpAcceptPauses, []string{"errno"}, cl)
+	d.tlsFailures = prometheus.NewDesc(nameTLSFailures, helpTLSFailures, []string{"reason"}, cl)
 	return d
 }
 
@@ -137,6 +149,7 @@ func (d *engineDescs) describe(ch chan<- *prometheus.Desc) {
 	ch <- d.queued
 	ch <- d.acceptErrors
 	ch <- d.acceptPauses
+	ch <- d.tlsFailures
 }
 
 func (d *engineDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
@@ -145,6 +158,9 @@ func (d *engineDescs) collect(ch chan<- prometheus.Metric, s *server.Stats) {
 	}
 	for cause := server.CloseCause(0); cause < server.NumCloseCauses; cause++ {
 		ch <- constMetric(d.closed, prometheus.CounterValue, float64(s.Closed[cause]), cause.String())
+	}
+	for f := server.HandshakeFailure(0); f < server.NumHandshakeFailures; f++ {
+		ch <- constMetric(d.tlsFailures, prometheus.CounterValue, float64(s.TLSHandshakeFailures[f]), f.String())
 	}
 	ch <- constMetric(d.queued, prometheus.GaugeValue, float64(s.QueuedInBytes), "in")
 	ch <- constMetric(d.queued, prometheus.GaugeValue, float64(s.QueuedOutBytes), "out")
