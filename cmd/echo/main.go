@@ -28,6 +28,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -73,6 +74,10 @@ func run(args []string) error {
 	fs.IntVar(&cfg.FlushBudgetBytes, "flush-budget", 0, "bytes written per connection per flush (0: default)")
 	fs.IntVar(&cfg.SocketSendBufferBytes, "so-sndbuf", 0, "SO_SNDBUF of accepted connections, bytes: caps what the kernel holds per connection for a peer that does not read (0: the kernel's autotuning)")
 	fs.IntVar(&cfg.SocketRecvBufferBytes, "so-rcvbuf", 0, "SO_RCVBUF of accepted connections, bytes (0: the kernel's autotuning)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) file: serve TLS 1.3 and 1.2 with it and -tls-key (empty: plaintext)")
+	tlsKey := fs.String("tls-key", "", "PEM private key file of -tls-cert")
+	fs.DurationVar(&cfg.TLSHandshakeTimeout, "tls-handshake-timeout", 0, "close TLS connections whose handshake takes this long (0: default 10s)")
+	fs.IntVar(&cfg.MaxHandshakes, "max-handshakes", 0, "TLS handshakes in progress before the listen gate closes (0: default 256)")
 	printStats := fs.Bool("print-stats", false, "print the engine's counters as JSON on stderr after shutdown")
 	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
 	var ov overloadFlags
@@ -99,6 +104,19 @@ func run(args []string) error {
 	}
 	if cfg.Backend, err = server.ParseBackend(*backend); err != nil {
 		return fmt.Errorf("-backend: %w", err)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return errors.New("-tls-cert and -tls-key go together")
+	}
+	if *tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fmt.Errorf("-tls-cert/-tls-key: %w", err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+		if *codecName == codecHTTP {
+			cfg.TLS.NextProtos = []string{"http/1.1"}
+		}
 	}
 	var handler server.Handler = echoHandler{}
 	if *codecName == codecHTTP {
