@@ -2,97 +2,56 @@ package server
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicenet/sluice/internal/testcert"
 )
 
-// testCA is a self-signed ECDSA P-256 certificate for 127.0.0.1 that is
-// also the CA of the client certificates testClientCert issues.
-type testCA struct {
-	cert tls.Certificate
-	pool *x509.CertPool
-}
+// testCA is the suite's TLS certificate (internal/testcert), made once.
+type testCA struct{ *testcert.CA }
 
 var (
 	testCAOnce sync.Once
 	testCAVal  testCA
+	testCAErr  error
 )
 
 func tlsCA(t testing.TB) testCA {
 	testCAOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			panic(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber:          big.NewInt(1),
-			Subject:               pkix.Name{CommonName: "sluice test CA"},
-			NotBefore:             time.Now().Add(-time.Hour),
-			NotAfter:              time.Now().Add(24 * time.Hour),
-			IsCA:                  true,
-			BasicConstraintsValid: true,
-			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-			DNSNames:              []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		leaf, _ := x509.ParseCertificate(der)
-		pool := x509.NewCertPool()
-		pool.AddCert(leaf)
-		testCAVal = testCA{tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool}
+		var ca *testcert.CA
+		ca, testCAErr = testcert.New()
+		testCAVal = testCA{ca}
 	})
+	if testCAErr != nil {
+		t.Fatal(testCAErr)
+	}
 	return testCAVal
 }
 
 // issue makes a client certificate for cn signed by the CA (or, with
 // selfSigned, signed by nobody the server trusts).
 func (ca testCA) issue(t testing.TB, cn string, selfSigned bool) tls.Certificate {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := ca.Issue(cn, selfSigned)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	parent, signer := ca.cert.Leaf, ca.cert.PrivateKey
-	if selfSigned {
-		parent, signer = tmpl, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return c
 }
 
 func (ca testCA) server() *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{ca.cert}, MinVersion: tls.VersionTLS12}
+	return &tls.Config{Certificates: []tls.Certificate{ca.Cert}, MinVersion: tls.VersionTLS12}
 }
 
 func (ca testCA) client() *tls.Config {
-	return &tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"}
+	return &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"}
 }
 
 // tlsEcho sends a stream of codec frames over TLS in random pieces,
@@ -202,7 +161,7 @@ func TestTLSBadHandshakes(t *testing.T) {
 	ca := tlsCA(t)
 	srv := ca.server()
 	srv.ClientAuth = tls.VerifyClientCertIfGiven
-	srv.ClientCAs = ca.pool
+	srv.ClientCAs = ca.Pool
 	h := newTestHandler()
 	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: srv, TLSHandshakeTimeout: 300 * time.Millisecond}, h)
 	good, err := tls.Dial("tcp", e.Addr().String(), ca.client())
@@ -286,7 +245,7 @@ func TestTLSClientCertIdentity(t *testing.T) {
 	ca := tlsCA(t)
 	srv := ca.server()
 	srv.ClientAuth = tls.RequireAndVerifyClientCert
-	srv.ClientCAs = ca.pool
+	srv.ClientCAs = ca.Pool
 	names := make(chan string, 1)
 	h := HandlerFuncs{Open: func(c *Conn) Action {
 		names <- c.TLS().PeerCertificates[0].Subject.CommonName
@@ -366,7 +325,7 @@ func TestTLSFeatures(t *testing.T) {
 			if hi.ServerName != "localhost" && hi.ServerName != "" {
 				return nil, fmt.Errorf("no certificate for %q", hi.ServerName)
 			}
-			return &ca.cert, nil
+			return &ca.Cert, nil
 		},
 	}
 	got := make(chan tls.ConnectionState, 4)

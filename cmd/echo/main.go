@@ -28,7 +28,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -105,18 +104,12 @@ func run(args []string) error {
 	if cfg.Backend, err = server.ParseBackend(*backend); err != nil {
 		return fmt.Errorf("-backend: %w", err)
 	}
-	if (*tlsCert == "") != (*tlsKey == "") {
-		return errors.New("-tls-cert and -tls-key go together")
+	var alpn []string
+	if *codecName == codecHTTP {
+		alpn = []string{"http/1.1"}
 	}
-	if *tlsCert != "" {
-		pair, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
-		if err != nil {
-			return fmt.Errorf("-tls-cert/-tls-key: %w", err)
-		}
-		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-		if *codecName == codecHTTP {
-			cfg.TLS.NextProtos = []string{"http/1.1"}
-		}
+	if cfg.TLS, err = cmdutil.TLSConfig(*tlsCert, *tlsKey, alpn...); err != nil {
+		return err
 	}
 	var handler server.Handler = echoHandler{}
 	if *codecName == codecHTTP {

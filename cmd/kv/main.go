@@ -65,6 +65,8 @@ func run(args []string) error {
 	fs.IntVar(&o.Workers, "workers", 0, "envelope: worker pool size (0: 8)")
 	fs.IntVar(&o.QueueLen, "worker-queue", 0, "envelope: worker queue length (0: 256)")
 	fs.DurationVar(&o.MaxQueueWait, "max-queue-wait", 0, "envelope: shed requests that waited this long for a worker (0: 250ms)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) file: serve TLS 1.3 and 1.2 with it and -tls-key (redis-cli --tls; empty: plaintext)")
+	tlsKey := fs.String("tls-key", "", "PEM private key file of -tls-cert")
 	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -74,6 +76,10 @@ func run(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.Engine.TLS, err = cmdutil.TLSConfig(*tlsCert, *tlsKey); err != nil {
+		return err
 	}
 	if *tenantRate > 0 {
 		burst := *tenantBurst

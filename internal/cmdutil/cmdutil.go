@@ -1,7 +1,8 @@
 // Package cmdutil is the process wiring the sluice commands share (cmd/echo,
 // cmd/kv): their logger, text records on stderr rate-limited per message
 // (internal/ratelog), the periodic report of what the limiter dropped, and
-// the optional admin server (server/admin).
+// the optional admin server (server/admin), and the TLS configuration of
+// -tls-cert and -tls-key.
 //
 // It refuses to parse flags or to own a command's engine: the commands keep
 // their flags, their error texts and their shutdown order.
@@ -9,6 +10,8 @@ package cmdutil
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -71,4 +74,21 @@ func StartAdmin(ctx context.Context, addr string, cfg admin.Config) (stop func()
 		defer cancel()
 		_ = adm.Shutdown(sctx)
 	}, nil
+}
+
+// TLSConfig returns the commands' TLS configuration for -tls-cert and
+// -tls-key: nil when both are empty (plaintext), else TLS 1.2 and 1.3 with
+// that PEM pair and the given ALPN protocols.
+func TLSConfig(certFile, keyFile string, alpn ...string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("-tls-cert and -tls-key go together")
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: alpn}, nil
 }
