@@ -361,7 +361,9 @@ func TestTLSFeatures(t *testing.T) {
 		c.Close()
 		t.Error("a handshake for an unknown server name succeeded")
 	}
-	waitStats(t, e, "the refused server name counted", func(s Stats) bool { return s.TLSHandshakeFailures[HandshakeAlert]+s.TLSHandshakeFailures[HandshakeOther] == 1 })
+	waitStats(t, e, "the refused server name counted", func(s Stats) bool {
+		return s.TLSHandshakeFailures[HandshakeAlert]+s.TLSHandshakeFailures[HandshakeOther] == 1
+	})
 }
 
 // TestTLSBadRecords: after the handshake, a record over the maximum and a
