@@ -58,11 +58,12 @@ func (l *loop) answerReject(c *Conn, frame []byte, reason string, retryAfter tim
 // GateRejecting: one write of the codec's reject (reason "global", the
 // policy's retry hint) and a close. The write is best effort: a peer that
 // already sent data may see a reset instead (closing a socket with unread
-// input sends RST), which is still faster than a dropped handshake.
+// input sends RST), which is still faster than a dropped handshake. On a
+// TLS engine it only closes: the reply would not be a TLS record.
 func (l *loop) rejectConn(fd int) {
 	l.st[cBacklogRejects]++
 	l.st.refused(admission.ReasonGlobal)
-	if l.rejecter != nil {
+	if l.rejecter != nil && l.cfg.TLS == nil { // a TLS client expects a handshake, not a reply: it sees the close
 		b := l.rejecter.AppendReject(l.buf[:0], nil, admission.ReasonGlobal.String(), backlogRetryAfter)
 		netpoll.Write(fd, b)
 	}

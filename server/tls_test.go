@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/internal/testcert"
+	"github.com/sluicenet/sluice/protocol"
 )
 
 // testCA is the suite's TLS certificate (internal/testcert), made once.
@@ -404,5 +407,57 @@ func TestTLSBadRecords(t *testing.T) {
 	bystander.Write(msg)
 	if _, err := io.ReadFull(bystander, make([]byte, len(msg))); err != nil {
 		t.Fatalf("bystander: %v", err)
+	}
+}
+
+// TestTLSTenantByClientCert: with TenantByClientCert two clients on one
+// address are two tenants, one per verified certificate: the one over its
+// quota is refused, the other served.
+func TestTLSTenantByClientCert(t *testing.T) {
+	ca := tlsCA(t)
+	srv := ca.server()
+	srv.ClientAuth = tls.RequireAndVerifyClientCert
+	srv.ClientCAs = ca.Pool
+	tl, err := admission.NewTenantLimiter(admission.TenantConfig{Quota: admission.Quota{Count: 1, Per: time.Hour, Burst: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmitter(t, admission.Config{Tenants: tl, MemoryLimitBytes: -1})
+	e := start(t, Config{Loops: 1, Codec: protocol.LengthPrefixed{}, TLS: srv,
+		Admission: AdmissionPolicy{Admitter: adm, Classify: TenantByClientCert}}, newTestHandler())
+	dialAs := func(cn string) *tls.Conn {
+		cfg := ca.client()
+		cfg.Certificates = []tls.Certificate{ca.issue(t, cn, false)}
+		c, err := tls.Dial("tcp", e.Addr().String(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	ask := func(c *tls.Conn, msg string) string {
+		t.Helper()
+		c.Write(protocol.LengthPrefixed{}.AppendEncode(nil, []byte(msg)))
+		var hdr [4]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+		if _, err := io.ReadFull(c, b); err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	alpha, beta := dialAs("alpha"), dialAs("beta")
+	defer alpha.Close()
+	defer beta.Close()
+	if got := ask(alpha, "a1"); got != "a1" {
+		t.Fatalf("alpha's first frame: %q", got)
+	}
+	if reason, _, ok := protocol.ParseRejectText([]byte(ask(alpha, "a2"))); !ok || reason != "tenant" {
+		t.Fatalf("alpha over its quota was not refused for its tenant (%q)", reason)
+	}
+	if got := ask(beta, "b1"); got != "b1" {
+		t.Fatalf("beta, same address, another certificate: %q, want it served", got)
 	}
 }
