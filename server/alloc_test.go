@@ -44,8 +44,14 @@ func echoZeroAllocs(t *testing.T, b Backend) {
 // its place) fails the caller's checks instead of hanging the read.
 func echoRounds(t *testing.T, e *Engine) (round func(), out, in []byte) {
 	t.Helper()
+	return echoRoundsOn(t, e, dial(t, e))
+}
+
+// echoRoundsOn is echoRounds over a connection of the caller's (a TLS
+// client).
+func echoRoundsOn(t *testing.T, e *Engine, c net.Conn) (round func(), out, in []byte) {
+	t.Helper()
 	const frames = 16
-	c := dial(t, e)
 	out = pipelined(frames, 64)
 	buf := make([]byte, 64<<10)
 	round = func() {

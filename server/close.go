@@ -59,6 +59,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	}
 	c.releaseIn()
 	c.releaseHeld()
+	c.releaseTLS()
 	l.st[cClosedBase+int(CauseOf(cause))]++
 	l.e.connClosed()
 	if c.flags&fHandshake != 0 {

@@ -125,6 +125,7 @@ type connTLS struct {
 
 	covered int  // plaintext bytes at the out-queue's head sealed into pipe.wout
 	eof     bool // tls.Conn.Read returned end of stream (close_notify)
+	more    bool // crypto/tls may hold plaintext or whole records: Read before reading more
 
 	// the handshake's duplicate fd and context, which the loop cancels
 	// when it closes the connection first (cancelHandshake)
@@ -179,11 +180,15 @@ func (*wouldBlock) Error() string   { return "sluice: tls pipe would block" }
 func (*wouldBlock) Timeout() bool   { return true }
 func (*wouldBlock) Temporary() bool { return true }
 
-// tlsPipe is the net.Conn crypto/tls runs over. During the handshake it
-// reads and writes f (a duplicate of the connection's fd in Go's poller)
-// with a deadline, holding a CPU token only between a read's return and
-// the next read; once established it reads the ciphertext the loop put in
-// rin and appends what it writes to wout, for the loop to write.
+// tlsPipe is the net.Conn crypto/tls runs over. It hands crypto/tls only
+// whole records (next), so crypto/tls never holds part of one: the loop
+// then knows, from the bytes it holds itself, whether a Read can make
+// progress, and calls it only then (each Read that must fetch bytes costs
+// crypto/tls an allocation). During the handshake it reads f (a duplicate
+// of the connection's fd in Go's poller) with a deadline, holding a CPU
+// token only between a read's return and the next wait; once established
+// it hands out the ciphertext the loop put in buf and appends what
+// crypto/tls writes to wout, for the loop to write.
 type tlsPipe struct {
 	f      *os.File // the handshake's fd; nil once established
 	cpu    chan struct{}
@@ -192,30 +197,72 @@ type tlsPipe struct {
 	local  net.Addr
 	remote net.Addr
 
-	rin  []byte // ciphertext read (the loop's scratch), not yet given to crypto/tls
-	roff int
-	keep []byte // ciphertext left in rin when a read's dst filled
+	buf  []byte // ciphertext not yet given to crypto/tls: buf[off:]
+	off  int
+	end  int    // end in buf of the record being given out
+	keep []byte // established: the partial record left when a read ended
 	wout []byte // sealed records not yet written
 	woff int
 }
 
+// maxCiphertext is the largest record body TLS allows (TLS 1.2's 2^14 +
+// 2048; TLS 1.3's is smaller).
+const maxCiphertext = 16384 + 2048
+
+// next reports whether buf[off:] begins with a record crypto/tls may take
+// now, and marks its end: a complete record, or a header crypto/tls will
+// refuse on sight (an unknown type or version, a length over the maximum),
+// which it gets alone.
+func (p *tlsPipe) next() bool {
+	if p.off < p.end {
+		return true
+	}
+	rest := p.buf[p.off:]
+	if len(rest) < 5 {
+		return false
+	}
+	n := int(rest[3])<<8 | int(rest[4])
+	if rest[0] < 20 || rest[0] > 24 || rest[1] != 3 || n > maxCiphertext {
+		p.end = p.off + 5
+		return true
+	}
+	if len(rest) < 5+n {
+		return false
+	}
+	p.end = p.off + 5 + n
+	return true
+}
+
 func (p *tlsPipe) Read(b []byte) (int, error) {
-	if p.f == nil {
-		if p.roff == len(p.rin) {
+	for !p.next() {
+		if p.f == nil {
 			return 0, errWouldBlock
 		}
-		n := copy(b, p.rin[p.roff:])
-		p.roff += n
-		return n, nil
-	}
-	p.release() // waiting for the peer costs no CPU token
-	n, err := p.f.Read(b)
-	if n > 0 || err == nil {
-		if aerr := p.acquire(); aerr != nil {
-			return 0, aerr
+		if err := p.fill(); err != nil {
+			return 0, err
 		}
 	}
-	return n, err
+	n := copy(b, p.buf[p.off:p.end])
+	p.off += n
+	return n, nil
+}
+
+// fill reads more of the handshake from f, after what buf holds.
+func (p *tlsPipe) fill() error {
+	if p.off > 0 {
+		p.buf = p.buf[:copy(p.buf, p.buf[p.off:])]
+		p.off, p.end = 0, 0
+	}
+	if cap(p.buf)-len(p.buf) < 4096 {
+		p.buf = append(make([]byte, 0, 2*cap(p.buf)+4096), p.buf...)
+	}
+	p.release() // waiting for the peer costs no CPU token
+	n, err := p.f.Read(p.buf[len(p.buf):cap(p.buf)])
+	p.buf = p.buf[:len(p.buf)+n]
+	if err != nil {
+		return err
+	}
+	return p.acquire()
 }
 
 func (p *tlsPipe) Write(b []byte) (int, error) {
@@ -352,6 +399,14 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 	}
 	c.flags &^= fHandshake
 	t.hsFile, t.hsCancel = nil, nil
+	// what the handshake read past its last record stays with c; crypto/tls
+	// may hold whole records read with the handshake's
+	p := &t.pipe
+	if rest := p.buf[p.off:]; len(rest) > 0 {
+		p.keep = append(l.pools.ins.get(len(rest)), rest...)
+	}
+	p.buf, p.off, p.end = nil, 0, 0
+	t.more = true
 	c.lastActive = l.now
 	c.act(l.h.OnOpen(c))
 	if c.flags&fClosed == 0 {
@@ -379,18 +434,17 @@ func (l *loop) handshakeFailed(c *Conn, he *HandshakeError) {
 	l.closeNow(c, he)
 }
 
-// tlsRead fills dst with plaintext: it decrypts what the pipe holds and
-// reads more ciphertext from the socket as needed, until dst is full, the
-// socket is drained (a short read or EAGAIN) or the stream ends. It keeps
-// read(2)'s contract for readOnce: fewer bytes than asked only when the
-// socket was drained, 0 and no errno at end of stream. A TLS error closes c
-// (ErrTLS). Ciphertext is read into the loop's scratch; crypto/tls takes
-// what it reads into its own record buffer, and only ciphertext left when
-// dst fills is kept with c (pipe.keep).
+// tlsRead fills dst with plaintext: it decrypts what crypto/tls and the
+// pipe hold and reads more ciphertext from the socket as needed, until dst
+// is full, the socket is drained (a short read or EAGAIN) or the stream
+// ends. It keeps read(2)'s contract for readOnce: fewer bytes than asked
+// only when the socket was drained, 0 and no errno at end of stream. A TLS
+// error closes c (ErrTLS). Ciphertext is read into the loop's scratch;
+// only a partial record is kept with c between reads (pipe.keep).
 func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
 	t := c.tls
 	p := &t.pipe
-	p.rin, p.roff = append(l.tlsIn[:0], p.keep...), 0
+	p.buf, p.off, p.end = append(l.tlsIn[:0], p.keep...), 0, 0
 	if p.keep != nil {
 		l.pools.ins.put(p.keep)
 		p.keep = nil
@@ -398,25 +452,31 @@ func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
 	got, drained := 0, false
 	var rerr errno
 	for got < len(dst) && !t.eof {
-		n, err := t.tc.Read(dst[got:])
-		got += n
-		switch {
-		case err == nil:
-			continue
-		case err == io.EOF:
-			t.eof = true
-			continue
-		case err != errWouldBlock:
-			p.rin, p.roff = nil, 0
-			l.closeNow(c, fmt.Errorf("%w: %w", ErrTLS, err))
-			return 0, 0
+		if t.more || p.next() {
+			want := len(dst) - got
+			n, err := t.tc.Read(dst[got:])
+			got += n
+			switch {
+			case err == nil:
+				t.more = n == want // what is left of the record waits in crypto/tls
+				continue
+			case err == io.EOF:
+				t.eof = true
+				continue
+			case err != errWouldBlock:
+				p.buf, p.off, p.end = nil, 0, 0
+				l.closeNow(c, fmt.Errorf("%w: %w", ErrTLS, err))
+				return 0, 0
+			}
+			t.more = false
 		}
 		if drained {
 			break
 		}
-		// the pipe ran dry (crypto/tls took all it held): read more
-		p.rin, p.roff = l.tlsIn[:0], 0
-		m, en := sysRead(int(c.fd), l.tlsIn[:cap(l.tlsIn)])
+		// no whole record left: read more after the partial one
+		k := copy(l.tlsIn[:cap(l.tlsIn)], p.buf[p.off:])
+		p.buf, p.off, p.end = l.tlsIn[:k], 0, 0
+		m, en := sysRead(int(c.fd), l.tlsIn[k:cap(l.tlsIn)])
 		switch {
 		case en == unix.EINTR:
 			continue
@@ -430,13 +490,13 @@ func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
 			t.eof = true // end of file under the TLS stream
 			continue
 		}
-		p.rin = l.tlsIn[:m]
-		drained = m < cap(l.tlsIn)
+		p.buf = l.tlsIn[:k+m]
+		drained = m < cap(l.tlsIn)-k
 	}
-	if rest := p.rin[p.roff:]; len(rest) > 0 {
+	if rest := p.buf[p.off:]; len(rest) > 0 {
 		p.keep = append(l.pools.ins.get(len(rest)), rest...)
 	}
-	p.rin, p.roff = nil, 0
+	p.buf, p.off, p.end = nil, 0, 0
 	if len(p.wout) > p.woff {
 		l.tlsPostHandshake(c)
 		if c.flags&fClosed != 0 {
@@ -452,6 +512,14 @@ func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
 		return 0, 0
 	}
 	return 0, unix.EAGAIN
+}
+
+// releaseTLS recycles the partial record a closed connection kept.
+func (c *Conn) releaseTLS() {
+	if c.tls != nil && c.tls.pipe.keep != nil {
+		c.loop.pools.ins.put(c.tls.pipe.keep)
+		c.tls.pipe.keep = nil
+	}
 }
 
 // tlsReadBytes is how much ciphertext one read(2) asks for: two full

@@ -461,3 +461,61 @@ func TestTLSTenantByClientCert(t *testing.T) {
 		t.Fatalf("beta, same address, another certificate: %q, want it served", got)
 	}
 }
+
+// TestTLSEchoZeroAllocs: TestEchoZeroAllocs over TLS 1.3 (AES-128-GCM):
+// the steady state of decrypting, decoding, echoing and sealing allocates
+// nothing in the engine. crypto/tls allocates one 24-byte atLeastReader
+// each time a Read must fetch a record (conn.go, readFromUntil), on each
+// side: a round trip's 16 replies are one record, so 2 per round, the
+// same as a Go net server's. The engine asks crypto/tls to read only when
+// a whole record is there (tlsPipe.next), so it adds no such call.
+func TestTLSEchoZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's bookkeeping allocates")
+	}
+	ca := tlsCA(t)
+	e := start(t, Config{Loops: 1, Codec: codecByName(t, "length", 0), TLS: ca.server()}, echoHandlerAlloc)
+	cfg := ca.client()
+	cfg.CipherSuites = []uint16{tls.TLS_AES_128_GCM_SHA256}
+	c, err := tls.Dial("tcp", e.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	round, _, _ := echoRoundsOn(t, e, c)
+	if a := testing.AllocsPerRun(500, round); a > 2 {
+		t.Errorf("%.2f allocations per round trip of 16 messages, want at most crypto/tls's 2", a)
+	}
+}
+
+// byteWriter writes one byte per write(2): a ClientHello arrives in
+// 1-byte pieces.
+type byteWriter struct{ net.Conn }
+
+func (w byteWriter) Write(b []byte) (int, error) {
+	for i := range b {
+		if _, err := w.Conn.Write(b[i : i+1]); err != nil {
+			return i, err
+		}
+	}
+	return len(b), nil
+}
+
+// TestTLSSplitClientHello: a handshake whose every byte comes in its own
+// write completes, and the connection echoes.
+func TestTLSSplitClientHello(t *testing.T) {
+	ca := tlsCA(t)
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: ca.server()}, newTestHandler())
+	raw := dialAddr(t, e.Addr().String())
+	c := tls.Client(byteWriter{raw}, ca.client())
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	msg := pipelined(2, 300)
+	if _, err := c.Write(msg); err != nil {
+		t.Fatalf("handshake and write in 1-byte pieces: %v", err)
+	}
+	back := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, back); err != nil || !bytes.Equal(back, msg) {
+		t.Fatalf("echo: %v", err)
+	}
+}
