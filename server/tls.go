@@ -491,7 +491,10 @@ func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
 			continue
 		}
 		p.buf = l.tlsIn[:k+m]
-		drained = m < cap(l.tlsIn)-k
+		// a short read drained the socket, unless the peer shut down
+		// writing: its FIN may wait behind the data, with no edge to come
+		// (readConn)
+		drained = m < cap(l.tlsIn)-k && c.flags&fRdHup == 0
 	}
 	if rest := p.buf[p.off:]; len(rest) > 0 {
 		p.keep = append(l.pools.ins.get(len(rest)), rest...)
