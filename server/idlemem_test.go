@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -10,8 +11,9 @@ import (
 )
 
 // TestIdleMemory measures resident memory per idle connection, for the
-// engine and for a goroutine-per-connection net server, each in a child
-// process. It is a measurement, not a check, so it runs only when asked:
+// engine and for a goroutine-per-connection net server, plaintext and TLS
+// 1.3 (the net server then through crypto/tls's listener), each in a
+// child process. It is a measurement, not a check, so it runs only when asked:
 //
 //	SLUICE_IDLE_CONNS=10000 go test -run TestIdleMemory -v ./server
 //
@@ -23,7 +25,7 @@ func TestIdleMemory(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set SLUICE_IDLE_CONNS to measure")
 	}
-	for _, role := range []string{"serve", "netserve"} {
+	for _, role := range []string{"serve", "netserve", "tlsserve", "tlsnetserve"} {
 		t.Run(role, func(t *testing.T) {
 			ch := startChild(t, role)
 			base := ch.report(t, "gc")
@@ -37,6 +39,13 @@ func TestIdleMemory(t *testing.T) {
 				c, err := net.DialTimeout("tcp", ch.addr, 5*time.Second)
 				if err != nil {
 					t.Fatalf("dial %d: %v", i, err)
+				}
+				if role == "tlsserve" || role == "tlsnetserve" {
+					tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true})
+					if err := tc.Handshake(); err != nil {
+						t.Fatalf("handshake %d: %v", i, err)
+					}
+					c = tc
 				}
 				conns = append(conns, c)
 				if (i+1)%1000 == 0 || i == n-1 { // stay within the listen backlog

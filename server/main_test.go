@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/internal/testcert"
 	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
@@ -555,15 +557,30 @@ type childReport struct {
 // RLIMIT_NOFILE a few fds above what it has open), "serve" (an echo engine)
 // or "netserve" (a goroutine-per-connection net echo server, for
 // comparison).
+// childTLS is the TLS configuration of the child servers: a certificate of
+// their own (the parent does not verify it: it measures memory).
+func childTLS() (*tls.Config, error) {
+	ca, err := testcert.New()
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{ca.Cert}}, nil
+}
+
 func runChild(role string) int {
 	var e *Engine
 	var addr string
 	var netConns atomic.Int64 // netserve: connections accepted
 	switch role {
-	case "emfile", "serve", "emfile-policy":
+	case "emfile", "serve", "emfile-policy", "tlsserve":
 		begin := func() error {
 			var err error
 			cfg := Config{Loops: 1, AcceptRetryDelay: 100 * time.Millisecond}
+			if role == "tlsserve" {
+				if cfg.TLS, err = childTLS(); err != nil {
+					return err
+				}
+			}
 			if role == "emfile-policy" { // the admission gate pauses too (TestEMFILEPolicy)
 				if cfg.Admission, err = childPolicy(); err != nil {
 					return err
@@ -587,7 +604,7 @@ func runChild(role string) int {
 			fmt.Println("error", err)
 			return 1
 		}
-		if role != "serve" {
+		if role != "serve" && role != "tlsserve" {
 			rssBytes() // opens a file: initialises the runtime's poller (two fds) while fds are plentiful
 			fds, _ := os.ReadDir("/proc/self/fd")
 			limit := uint64(len(fds) + 4) // room for a few connections, then EMFILE
@@ -620,11 +637,19 @@ func runChild(role string) int {
 			}
 		}
 		addr = e.Addr().String()
-	case "netserve":
+	case "netserve", "tlsnetserve":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			fmt.Println("error", err)
 			return 1
+		}
+		if role == "tlsnetserve" { // the Go net + crypto/tls server TestIdleMemory compares
+			cfg, err := childTLS()
+			if err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+			ln = tls.NewListener(ln, cfg)
 		}
 		defer ln.Close()
 		addr = ln.Addr().String()
