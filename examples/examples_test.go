@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,10 +43,18 @@ func buildExamples(t *testing.T) string {
 // sends SIGTERM to its pid and waits for a clean exit.
 func startExample(t *testing.T, bin string, args ...string) (addr string, stop func()) {
 	t.Helper()
+	addr, _, stop = startExampleCmd(t, bin, args...)
+	return addr, stop
+}
+
+// startExampleCmd is startExample that also returns the process, to
+// signal it.
+func startExampleCmd(t *testing.T, bin string, args ...string) (addr string, cmd *exec.Cmd, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	cmd := exec.CommandContext(ctx, bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd = exec.CommandContext(ctx, bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +83,25 @@ func startExample(t *testing.T, bin string, args ...string) (addr string, stop f
 	if err != nil || !ok {
 		t.Fatalf("%s: first line %q (%v); stderr:\n%s", filepath.Base(bin), line, err, stderr.String())
 	}
-	return addr, stop
+	return addr, cmd, stop
+}
+
+// syncBuffer is a bytes.Buffer a process writes while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // exchange dials addr, writes req and reads until want has arrived.
@@ -177,6 +204,7 @@ func TestExamples(t *testing.T) {
 		}
 		stop()
 	})
+	t.Run("tls", func(t *testing.T) { tlsExample(t, filepath.Join(dir, "tls")) })
 	t.Run("pubsub", func(t *testing.T) {
 		// 40 subscribers on 4 topics, a publisher per topic, 500 messages
 		// each: 20,000 deliveries, all of them, in order; one more
