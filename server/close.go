@@ -17,6 +17,9 @@ func (l *loop) requestClose(c *Conn, cause error) {
 // finishClose completes a graceful close once nothing is queued.
 func (l *loop) finishClose(c *Conn) {
 	if c.closing != nil && c.flags&fClosed == 0 && c.outBytes == 0 {
+		if c.tls != nil {
+			l.tlsCloseNotify(c)
+		}
 		l.closeNow(c, c.closing)
 	}
 }

@@ -145,8 +145,11 @@ func (l *loop) readOnce(c *Conn, budget int, edge bool) (n, want int, en errno) 
 			l.bp.inBytes += n
 			l.consume(c, c.in, true)
 		}
-		if c.tls != nil && c.tls.eof && c.flags&(fEOF|fClosed) == 0 {
-			c.peerEOF() // close_notify came with the last bytes: no edge will follow
+		if c.tls != nil && c.tls.eof && c.flags&(fEOF|fClosed|fHeld|fDeferred) == 0 && c.readable() {
+			// close_notify came with the last bytes, and no edge will
+			// follow; frames still waiting (backpressure, the pool, the
+			// frame budget) are served first: the next read finds the end
+			c.peerEOF()
 		}
 	}
 	l.shed.readEnd(c, t0, drained)

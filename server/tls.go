@@ -517,6 +517,23 @@ func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
 	return 0, unix.EAGAIN
 }
 
+// tlsCloseNotify ends an established TLS stream with close_notify when a
+// graceful close has written everything: one best-effort write of the
+// alert, as the socket is about to close (a peer that reads to the end
+// sees a clean end rather than a truncation).
+func (l *loop) tlsCloseNotify(c *Conn) {
+	t := c.tls
+	if c.flags&fHandshake != 0 || t.tc == nil {
+		return
+	}
+	p := &t.pipe
+	if t.tc.CloseWrite() != nil || p.woff >= len(p.wout) {
+		return
+	}
+	sysWrite(int(c.fd), p.wout[p.woff:])
+	p.wout, p.woff = p.wout[:0], 0
+}
+
 // releaseTLS recycles the partial record a closed connection kept.
 func (c *Conn) releaseTLS() {
 	if c.tls != nil && c.tls.pipe.keep != nil {

@@ -10,6 +10,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,7 +293,11 @@ func TestTLSHandshakeBound(t *testing.T) {
 	for i := range silent {
 		silent[i] = dialAddr(t, e.Addr().String())
 	}
-	s := waitStats(t, e, "the gate closed at 4 handshakes", func(s Stats) bool { return s.TLSHandshaking == 4 && !s.GateOpen })
+	// Accepted is published at the end of the loop's turn, the handshakes
+	// and the gate at once
+	s := waitStats(t, e, "the gate closed at 4 handshakes", func(s Stats) bool {
+		return s.TLSHandshaking == 4 && !s.GateOpen && s.Accepted >= 5
+	})
 	if s.Accepted != 5 {
 		t.Errorf("accepted %d connections while the gate held, want 5 (1 established, 4 handshaking)", s.Accepted)
 	}
@@ -518,4 +523,105 @@ func TestTLSSplitClientHello(t *testing.T) {
 	if _, err := io.ReadFull(c, back); err != nil || !bytes.Equal(back, msg) {
 		t.Fatalf("echo: %v", err)
 	}
+}
+
+// TestTLSCloseNotify: a connection the server closes gracefully ends with
+// close_notify after its last reply: the client reads the reply, then a
+// clean end of stream (io.EOF), not a truncation.
+func TestTLSCloseNotify(t *testing.T) {
+	ca := tlsCA(t)
+	h := HandlerFuncs{Frame: func(c *Conn, frame []byte) Action {
+		c.WriteFrame(frame)
+		return Close
+	}}
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: ca.server()}, h)
+	c, err := tls.Dial("tcp", e.Addr().String(), ca.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	msg := pipelined(1, 40)
+	c.Write(msg)
+	got, err := io.ReadAll(c) // io.EOF only after close_notify
+	if err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("got %d bytes, %v; want the reply and a clean end", len(got), err)
+	}
+}
+
+// TestTLSPool: TLS connections whose frames run on the worker pool echo
+// every frame (the pool's writes reach the loop, which seals them).
+func TestTLSPool(t *testing.T) {
+	ca := tlsCA(t)
+	e := start(t, Config{Loops: 2, Codec: codecByName(t, "length", 64<<10), TLS: ca.server(),
+		Pool: PoolConfig{Handler: poolEcho{}}}, newTestHandler())
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := tlsEcho(e, ca.client(), "length", uint64(i+20), 100<<10, 8<<10, 0); err != nil {
+				t.Errorf("client %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestTLSHandshakeFlood: while clients run full handshakes as fast as
+// they can, with one handshake computing at a time (HandshakeCPUs 1), an
+// established connection's echoes all come back, the handshakes in
+// progress stay within MaxHandshakes, and the flood's handshakes complete.
+func TestTLSHandshakeFlood(t *testing.T) {
+	ca := tlsCA(t)
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: ca.server(), MaxHandshakes: 16, HandshakeCPUs: 1},
+		newTestHandler())
+	good, err := tls.Dial("tcp", e.Addr().String(), ca.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	stop := make(chan struct{})
+	var flood sync.WaitGroup
+	var done atomic.Int64
+	for range 8 {
+		flood.Add(1)
+		go func() {
+			defer flood.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := tls.Dial("tcp", e.Addr().String(), ca.client())
+				if err == nil {
+					done.Add(1)
+					c.Close()
+				}
+			}
+		}()
+	}
+	msg := pipelined(4, 100)
+	back := make([]byte, len(msg))
+	maxInProgress := int64(0)
+	for i := 0; i < 200; i++ {
+		good.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := good.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(good, back); err != nil || !bytes.Equal(back, msg) {
+			t.Fatalf("echo %d during the flood: %v", i, err)
+		}
+		maxInProgress = max(maxInProgress, e.Stats().TLSHandshaking)
+	}
+	close(stop)
+	flood.Wait()
+	if maxInProgress > 16 {
+		t.Errorf("%d handshakes in progress, over MaxHandshakes 16", maxInProgress)
+	}
+	if done.Load() == 0 {
+		t.Error("no handshake of the flood completed")
+	}
+	t.Logf("%d flood handshakes completed beside 200 echoes; at most %d in progress", done.Load(), maxInProgress)
 }
