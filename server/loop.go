@@ -37,8 +37,8 @@ type loop struct {
 	flusher ioflush.Flusher
 	buf     []byte // the loop's read buffer
 	// TLS scratch (tls.go): ciphertext read, plaintext staged for sealing
-	tlsIn, tlsStage []byte
-	pools           bufferPools // output chunks, out-queues, input buffers, scratch (buffers.go)
+	tlsIn, tlsStage, tlsOut []byte
+	pools                   bufferPools // output chunks, out-queues, input buffers, scratch (buffers.go)
 
 	lis listener // the listening socket and its part in the gate (gate.go)
 
@@ -118,6 +118,7 @@ func newLoop(e *Engine, id int) *loop {
 	if cfg.TLS != nil {
 		l.tlsIn = make([]byte, tlsReadBytes)
 		l.tlsStage = make([]byte, 0, tlsRecordBytes)
+		l.tlsOut = make([]byte, 0, tlsOutBytes)
 	}
 	l.awake.Store(true)
 	return l

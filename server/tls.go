@@ -197,12 +197,13 @@ type tlsPipe struct {
 	local  net.Addr
 	remote net.Addr
 
-	buf  []byte // ciphertext not yet given to crypto/tls: buf[off:]
-	off  int
-	end  int    // end in buf of the record being given out
-	keep []byte // established: the partial record left when a read ended
-	wout []byte // sealed records not yet written
-	woff int
+	buf     []byte // ciphertext not yet given to crypto/tls: buf[off:]
+	off     int
+	end     int    // end in buf of the record being given out
+	keep    []byte // established: the partial record left when a read ended
+	wout    []byte // sealed records not yet written: the loop's scratch during a flush, else pooled or nil
+	woff    int
+	scratch bool // wout is the loop's scratch
 }
 
 // maxCiphertext is the largest record body TLS allows (TLS 1.2's 2^14 +
@@ -531,15 +532,38 @@ func (l *loop) tlsCloseNotify(c *Conn) {
 		return
 	}
 	sysWrite(int(c.fd), p.wout[p.woff:])
-	p.wout, p.woff = p.wout[:0], 0
+	p.wout, p.woff = nil, 0
 }
 
-// releaseTLS recycles the partial record a closed connection kept.
-func (c *Conn) releaseTLS() {
-	if c.tls != nil && c.tls.pipe.keep != nil {
-		c.loop.pools.ins.put(c.tls.pipe.keep)
-		c.tls.pipe.keep = nil
+// tlsKeepOut moves the records the socket did not take out of the loop's
+// scratch into a pooled buffer of the connection's.
+func (l *loop) tlsKeepOut(p *tlsPipe) {
+	if p.scratch {
+		rest := p.wout[p.woff:]
+		p.wout, p.woff, p.scratch = append(l.pools.ins.get(len(rest)), rest...), 0, false
 	}
+}
+
+// tlsDropOut lets go of written records' buffer.
+func (l *loop) tlsDropOut(p *tlsPipe) {
+	if !p.scratch && p.wout != nil {
+		l.pools.ins.put(p.wout)
+	}
+	p.wout, p.woff, p.scratch = nil, 0, false
+}
+
+// releaseTLS recycles the buffers a closed connection kept: a partial
+// record read, records not written.
+func (c *Conn) releaseTLS() {
+	if c.tls == nil {
+		return
+	}
+	p := &c.tls.pipe
+	if p.keep != nil {
+		c.loop.pools.ins.put(p.keep)
+		p.keep = nil
+	}
+	c.loop.tlsDropOut(p)
 }
 
 // tlsReadBytes is how much ciphertext one read(2) asks for: two full
@@ -559,7 +583,7 @@ func (l *loop) tlsPostHandshake(c *Conn) {
 		p.woff += n
 	}
 	if p.woff == len(p.wout) {
-		p.wout, p.woff = p.wout[:0], 0
+		p.wout, p.woff = nil, 0
 		return
 	}
 	if en == 0 || en == unix.EAGAIN {
@@ -568,10 +592,14 @@ func (l *loop) tlsPostHandshake(c *Conn) {
 	l.closeNow(c, fmt.Errorf("%w: post-handshake message not written: %w", ErrTLS, en))
 }
 
-// tlsSealBytes bounds the plaintext one flush seals before it writes: the
-// sealed records wait in the pipe, outside the out-queue's budget, so they
-// stay few.
-const tlsSealBytes = 64 << 10
+// tlsSealBytes bounds the plaintext one flush seals before it writes,
+// into the loop's scratch (tlsOutBytes: the records and their overhead
+// fit); what the socket does not take is kept with the connection in a
+// pooled buffer of at most 64 KiB, outside the out-queue's budget.
+const (
+	tlsSealBytes = 60 << 10
+	tlsOutBytes  = 64 << 10
+)
 
 // tlsFlush is ioflush.Flush for a TLS connection: it writes the records
 // sealed last time, then seals the out-queue's next plaintext (copied into
@@ -595,14 +623,13 @@ func (l *loop) tlsFlush(c *Conn, q *outQueue, budget int) (n int, res ioflush.Re
 			switch {
 			case en == unix.EINTR:
 				continue
-			case en == unix.EAGAIN:
+			case en == unix.EAGAIN || en == 0 && p.woff < len(p.wout):
+				l.tlsKeepOut(p)
 				return n, ioflush.WouldBlock, nil
 			case en != 0:
 				return n, ioflush.Flushed, os.NewSyscallError("write", en)
-			case p.woff < len(p.wout):
-				return n, ioflush.WouldBlock, nil
 			}
-			p.wout, p.woff = p.wout[:0], 0
+			l.tlsDropOut(p)
 			if t.covered > 0 {
 				ioflush.Consume(&q.segs, t.covered)
 				n += t.covered
@@ -615,6 +642,7 @@ func (l *loop) tlsFlush(c *Conn, q *outQueue, budget int) (n int, res ioflush.Re
 		if n >= budget {
 			return n, ioflush.BudgetSpent, nil
 		}
+		p.wout, p.woff, p.scratch = l.tlsOut[:0], 0, true
 		k, err := l.tlsSeal(c, q, min(tlsSealBytes, budget-n))
 		if err != nil {
 			return n, ioflush.Flushed, err
