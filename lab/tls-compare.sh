@@ -140,14 +140,19 @@ dirty=$(git status --porcelain -- '*.go' go.mod go.sum lab/go.mod lab/go.sum lab
   echo -e "# round\tserver\tscenario\tconns\tinflight\trate_per_s\tops\twindow_s\tsrv_us_per_op\tsrv_util\tsrv_cpu_s_whole\tpeak_rss_kib\tgen_rc\tnotes"
 } > "$out"
 
-# probe: one 64-byte frame echoed over TLS 1.3 by openssl s_client; prints "ok" or what went wrong.
+# probe: one 64-byte frame echoed over TLS 1.3 by openssl s_client; prints
+# "ok" with the negotiated suite and key exchange, or what went wrong.
 probe() {
   local want got
   want=$(printf '%064d' 0)
   got=$({ printf '\0\0\0\100%s' "$want"; sleep 1; } |
-    timeout -s KILL 10 openssl s_client -connect "$1" -CAfile "$bin/cert.pem" -tls1_3 -quiet -no_ign_eof -verify_return_error 2> "$bin/probe.err" |
+    timeout -s KILL 10 openssl s_client -connect "$1" -CAfile "$bin/cert.pem" -tls1_3 -brief -no_ign_eof -verify_return_error 2> "$bin/probe.err" |
     tail -c 64 || true)
-  if [ "$got" = "$want" ]; then echo ok; else echo "failed: $(tail -c 200 "$bin/probe.err" | tr '\t\n' '  ')"; fi
+  if [ "$got" = "$want" ]; then
+    echo "ok ($(awk -F': ' '/^Ciphersuite|^Server Temp Key/ {printf "%s%s", s, $2; s = ", "}' "$bin/probe.err") with openssl s_client)"
+  else
+    echo "failed: $(tail -c 200 "$bin/probe.err" | tr '\t\n' '  ')"
+  fi
 }
 
 one() { # round server scenario conns inflight
