@@ -234,7 +234,7 @@ EOF
   stop_server
   # tls-net-echo's handshake tally (negotiated version, suite and group) on stderr at exit
   local tally
-  tally=$(grep -m1 'handshakes: ' "$bin/srv.err" | sed 's/^.*handshakes: /handshakes: /' | tr '\t' ' ' || true)
+  tally=$(grep -m1 '^tls-net-echo: handshakes: ' "$bin/srv.err" | sed 's/^tls-net-echo: //' | tr '\t' ' ' || true)
   [ -n "$tally" ] && notes="${notes:+$notes; }$tally"
   echo -e "r$1\t$2\t$3\t$4\t$5\t$rate\t$ops\t$win\t$us\t$util\t$whole\t${rss:--}\t$rc\t${notes:--}" | tee -a "$out"
 }
