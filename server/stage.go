@@ -110,6 +110,7 @@ type connStage struct {
 	heldUntil  int64     // when a rationed connection is read again (sRationed)
 	pace       shed.Pace // auto or long parks: its time between frames, sparse or dense, light or not
 	window     uint32    // auto: the busy window in which it last sent a frame (lightCount)
+	slot       uint8     // auto: its tenant's slot (shed.Slot of its peer's key), for lightCount
 	refusedRun uint8     // auto: its frames refused for an admission reason since one was admitted (saturating; lightConn)
 	prevLazy   *connStage
 	nextLazy   *connStage
@@ -300,6 +301,9 @@ func (s *stage) opened(c *Conn) {
 		a := &connStage{}
 		if s.shedDelay {
 			a.drainedAt, a.flags = s.v.now, sFresh
+		}
+		if s.auto {
+			a.slot = uint8(shed.Slot(s.key(s.keyBuf[:0], c.remote, nil)))
 		}
 		s.track(c, a)
 	}

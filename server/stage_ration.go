@@ -162,32 +162,59 @@ func (s *stage) heldDue() int64 {
 	return s.held.head.heldUntil
 }
 
-// lightCount counts, busy window by busy window, the connections that sent
-// frames, and derives from the last window's count the pace at which a
-// connection is light (shed.LightGap): under a standing queue its frames
-// are admitted up to L, and its reads are not deferred below L, so that a
-// connection far below its fair share of the loop does not pay for those
-// above it (docs/OVERLOAD.md#light-connections).
+// lightCount counts, busy window by busy window, the tenants that sent
+// frames and each one's connections that did, and derives from the last
+// window's counts the pace at which a connection is light
+// (shed.LightGap): under a standing queue its frames are admitted up to L,
+// and its reads are not deferred below L, so that a connection far below
+// its fair share of the loop does not pay for those above it
+// (docs/OVERLOAD.md#light-connections). A connection's fair share is its
+// tenant's (1/tenants) divided between the tenant's connections: a tenant
+// with 1,000 connections does not shrink the share of one with a single
+// connection. Tenants are the peers' keys (AdmissionPolicy.TenantKey of the
+// address) in shed.Slot's slots.
 type lightCount struct {
-	window uint32 // the current window's number
-	active int32  // connections that sent a frame in it
-	gap    int64  // shed.LightGap of the last window; 0: none is light
+	window  uint32 // the current window's number
+	tenants int32  // tenants that sent a frame in it
+	slotWin [shed.FairSlots]uint32
+	slotN   [shed.FairSlots]int32 // connections of each tenant that sent a frame in window slotWin
+
+	service int64                 // the loop's average service time when the last window closed; 0: none is light
+	last    int32                 // tenants in the last window
+	lastN   [shed.FairSlots]int32 // connections of each tenant in the last window
 }
 
 // sent counts a's frame in the current window.
 func (l *lightCount) sent(a *connStage) {
-	if a.window != l.window {
-		a.window = l.window
-		l.active++
+	if a.window == l.window {
+		return
 	}
+	a.window = l.window
+	if l.slotWin[a.slot] != l.window {
+		l.slotWin[a.slot], l.slotN[a.slot] = l.window, 0
+		l.tenants++
+	}
+	l.slotN[a.slot]++
 }
 
-// roll closes the window: the light pace follows its count and the loop's
+// roll closes the window: the light pace follows its counts and the loop's
 // average service time.
 func (l *lightCount) roll(service int64) {
-	l.gap = shed.LightGap(service, l.active)
-	l.active = 0
+	l.service, l.last = service, l.tenants
+	for i := range l.lastN {
+		l.lastN[i] = 0
+		if l.slotWin[i] == l.window {
+			l.lastN[i] = l.slotN[i]
+		}
+	}
+	l.tenants = 0
 	l.window++
+}
+
+// gap is the light pace of a's connection: shed.LightGap for a share of
+// 1/(tenants × its tenant's connections), as of the last window.
+func (l *lightCount) gap(a *connStage) int64 {
+	return shed.LightGap(l.service, l.last*max(1, l.lastN[a.slot]))
 }
 
 // isLight reports whether c is light (lightConn).
@@ -204,7 +231,11 @@ func (s *stage) isLight(c *Conn) bool {
 // quicken it at once), and its reads bring its refused frames in runs; a
 // light one refused once, late in a long turn, stays light.
 func (s *stage) lightConn(a *connStage) bool {
-	return a.refusedRun < lightRefusedRun && (a.pace.Light(s.light.gap) || a.pace.LightUnmeasured(s.v.now, s.light.gap))
+	if a.refusedRun >= lightRefusedRun {
+		return false
+	}
+	gap := s.light.gap(a)
+	return a.pace.Light(gap) || a.pace.LightUnmeasured(s.v.now, gap)
 }
 
 // lightRefusedRun refused frames in a row make a connection not light.

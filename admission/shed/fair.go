@@ -49,7 +49,10 @@ type Fair struct {
 	sorted   [fairSlots]uint32 // scratch for waterLevel
 }
 
-// Slot hashes a tenant key (FNV-1a) to its slot, in [0, 256).
+// FairSlots is how many slots Slot hashes tenant keys into.
+const FairSlots = fairSlots
+
+// Slot hashes a tenant key (FNV-1a) to its slot, in [0, FairSlots).
 func Slot(key []byte) int {
 	h := uint32(2166136261)
 	for _, b := range key {
