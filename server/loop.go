@@ -256,8 +256,8 @@ func (l *loop) wait() (int, error) {
 			l.publish()
 			l.st[cBlockingWaits]++
 			l.slept, l.pace.sleptSinceYield = true, true
-			if pl := l.e.pool; pl != nil && pl.active() {
-				n, err = l.p.Park() // a worker may need this P meanwhile
+			if pl := l.e.pool; pl != nil && pl.active() || l.e.tls.active.Load() > 0 {
+				n, err = l.p.Park() // a worker or a TLS handshake may need this P meanwhile
 			} else {
 				n, err = l.p.Wait(true)
 			}
