@@ -549,7 +549,8 @@ func tenantShares(t *testing.T, e *Engine, stagger bool, fairRejects func(*Engin
 type childReport struct {
 	Stats      Stats
 	CPUNanos   int64 // user + system CPU time of the child so far
-	RSSBytes   int64 // VmRSS
+	RSSBytes   int64  // VmRSS
+	HeapInuse  uint64 // runtime.MemStats.HeapInuse
 	Goroutines int
 }
 
@@ -699,6 +700,9 @@ func runChild(role string) int {
 		unix.Getrusage(unix.RUSAGE_SELF, &ru)
 		r.CPUNanos = ru.Utime.Nano() + ru.Stime.Nano()
 		r.RSSBytes = rssBytes()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		r.HeapInuse = ms.HeapInuse
 		r.Goroutines = runtime.NumGoroutine()
 		enc.Encode(r)
 	}
