@@ -1,0 +1,63 @@
+package main
+
+import (
+	"crypto/tls"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/sluicenet/sluice/internal/testcert"
+)
+
+// TestCaptureHello: the replayed bytes are one TLS handshake record
+// holding a ClientHello.
+func TestCaptureHello(t *testing.T) {
+	h, err := captureHello()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) < 9 || h[0] != 0x16 || h[1] != 0x03 || int(binary.BigEndian.Uint16(h[3:5])) != len(h)-5 || h[5] != 0x01 {
+		t.Fatalf("not one ClientHello record: % x", h[:min(len(h), 9)])
+	}
+}
+
+// TestReplayedHelloAnswered: a TLS server answers the replayed
+// ClientHello with its first flight, as the flood counts it.
+func TestReplayedHelloAnswered(t *testing.T) {
+	ca, err := testcert.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.Cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(io.Discard, c) // the handshake runs inside the first Read
+			}()
+		}
+	}()
+	h, err := captureHello()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write(h)
+	hdr := make([]byte, 5)
+	if _, err := io.ReadFull(c, hdr); err != nil || hdr[0] != 0x16 {
+		t.Fatalf("server's first record % x, %v: want a handshake record", hdr, err)
+	}
+}
