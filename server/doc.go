@@ -23,7 +23,12 @@
 // an admission.Admitter, or an AdmitFunc). The readiness backends (epoll,
 // io_uring) and the raw system calls live in an internal package behind a
 // Go interface. It also refuses to own protocols: codecs and their
-// refusals are values from package protocol and its subpackages.
+// refusals are values from package protocol and its subpackages. It runs
+// TLS (Config.TLS) without owning it: crypto/tls, unforked, does every
+// cryptographic and protocol step over a net.Conn the engine feeds whole
+// records; the engine owns only where the bytes go, the handshakes'
+// bounds and their counters (docs/TLS.md). Certificates, their reload and
+// trust are the tls.Config's.
 //
 // The usage sketch is the package example (Example): New with a Config and
 // a Handler, then Serve(ctx), which runs until ctx ends and then shuts down
