@@ -548,7 +548,7 @@ func tenantShares(t *testing.T, e *Engine, stagger bool, fairRejects func(*Engin
 // childReport is what a child says about itself.
 type childReport struct {
 	Stats      Stats
-	CPUNanos   int64 // user + system CPU time of the child so far
+	CPUNanos   int64  // user + system CPU time of the child so far
 	RSSBytes   int64  // VmRSS
 	HeapInuse  uint64 // runtime.MemStats.HeapInuse
 	Goroutines int

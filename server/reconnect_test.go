@@ -24,7 +24,7 @@ func TestReconnectingHammer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a hammering client")
 	}
-	const nine, frames, gap, batch = 9, 30, 40 * time.Millisecond, 16
+	const batch = 16
 	e := spinEchoEngine(t)
 	var stop atomic.Bool
 	var dials, hServed, hRefused atomic.Int64
@@ -64,47 +64,17 @@ func TestReconnectingHammer(t *testing.T) {
 			}
 		}()
 	}
-	for e.Stats().Rejects == 0 { // overloaded first
-		time.Sleep(time.Millisecond)
-	}
-	var served [nine]atomic.Int64
-	var cwg sync.WaitGroup
-	for i := 0; i < nine; i++ {
-		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(3+i)))
-		c.SetDeadline(time.Now().Add(60 * time.Second))
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			next := time.Now()
-			for n := 0; n < frames; n++ {
-				time.Sleep(time.Until(next))
-				next = next.Add(gap)
-				if _, err := c.Write([]byte("g\n")); err != nil {
-					t.Error(err)
-					return
-				}
-				line, err := c.r.ReadString('\n')
-				if err != nil {
-					t.Errorf("tenant %d: %v", i, err)
-					return
-				}
-				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
-					served[i].Add(1)
-				}
-			}
-		}()
-	}
-	cwg.Wait()
+	served := nineTenants(t, e)
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("churning clients: %d connections, %d frames served, %d refused; the nine served %v of %d each",
-		dials.Load(), hServed.Load(), hRefused.Load(), &served, frames)
+		dials.Load(), hServed.Load(), hRefused.Load(), served, nineFrames)
 	if dials.Load() < 8 {
 		t.Errorf("%d connections: the clients hardly churned", dials.Load())
 	}
 	for i := range served {
-		if n := served[i].Load(); n < frames*2/3 {
-			t.Errorf("tenant %d: %d of %d frames served beside the churning clients, want at least two thirds", i, n, frames)
+		if n := served[i].Load(); n < nineFrames*2/3 {
+			t.Errorf("tenant %d: %d of %d frames served beside the churning clients, want at least two thirds", i, n, nineFrames)
 		}
 	}
 }
@@ -121,7 +91,7 @@ func TestManyConnectionTenant(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5,000 connections")
 	}
-	const conns, nine, frames, gap = 5000, 9, 30, 40 * time.Millisecond
+	const conns = 5000
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < 2*conns+200 {
 		t.Skipf("RLIMIT_NOFILE %d: both ends of %d connections need %d descriptors", rl.Cur, conns, 2*conns+200)
@@ -160,37 +130,7 @@ func TestManyConnectionTenant(t *testing.T) {
 			}
 		}
 	}()
-	for e.Stats().Rejects == 0 { // overloaded first
-		time.Sleep(time.Millisecond)
-	}
-	var served [nine]atomic.Int64
-	var cwg sync.WaitGroup
-	for i := 0; i < nine; i++ {
-		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(3+i)))
-		c.SetDeadline(time.Now().Add(60 * time.Second))
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			next := time.Now()
-			for n := 0; n < frames; n++ {
-				time.Sleep(time.Until(next))
-				next = next.Add(gap)
-				if _, err := c.Write([]byte("g\n")); err != nil {
-					t.Error(err)
-					return
-				}
-				line, err := c.r.ReadString('\n')
-				if err != nil {
-					t.Errorf("tenant %d: %v", i, err)
-					return
-				}
-				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
-					served[i].Add(1)
-				}
-			}
-		}()
-	}
-	cwg.Wait()
+	served := nineTenants(t, e)
 	stop.Store(true)
 	waitUntil(t, 30*time.Second, "every frame of the 5,000 answered", func() bool { return answered.Load() == sent.Load() })
 	for _, c := range many {
@@ -199,10 +139,10 @@ func TestManyConnectionTenant(t *testing.T) {
 	rwg.Wait()
 	st := e.Stats().Admission
 	t.Logf("%d connections of one tenant: %d frames sent, all answered; the nine served %v of %d each; refusals by reason %v",
-		conns, sent.Load(), &served, frames, st.Rejects)
+		conns, sent.Load(), served, nineFrames, st.Rejects)
 	for i := range served {
-		if n := served[i].Load(); n < frames/2 {
-			t.Errorf("tenant %d: %d of %d frames served beside the 5,000 connections, want at least half", i, n, frames)
+		if n := served[i].Load(); n < nineFrames/2 {
+			t.Errorf("tenant %d: %d of %d frames served beside the 5,000 connections, want at least half", i, n, nineFrames)
 		}
 	}
 }

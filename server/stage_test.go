@@ -615,6 +615,54 @@ func TestHammerAmongNine(t *testing.T) {
 	hammerAmongNine(t, 1)
 }
 
+// The nine tenants of the hammer tests (TestHammerAmongNine,
+// TestReconnectingHammer, TestManyConnectionTenant): peers 127.0.0.3-11,
+// each sending one frame every nineGap and waiting for its answer,
+// nineFrames frames each.
+const (
+	nine       = 9
+	nineFrames = 30
+	nineGap    = 40 * time.Millisecond
+)
+
+// nineTenants waits until e has refused a frame (overloaded), runs the nine
+// tenants to the end and returns how many frames of each were served.
+func nineTenants(t *testing.T, e *Engine) *[nine]atomic.Int64 {
+	t.Helper()
+	for e.Stats().Rejects == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var served [nine]atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < nine; i++ {
+		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(3+i)))
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := time.Now()
+			for n := 0; n < nineFrames; n++ {
+				time.Sleep(time.Until(next))
+				next = next.Add(nineGap)
+				if _, err := c.Write([]byte("g\n")); err != nil {
+					t.Error(err)
+					return
+				}
+				line, err := c.r.ReadString('\n')
+				if err != nil {
+					t.Errorf("tenant %d: %v", i, err)
+					return
+				}
+				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
+					served[i].Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return &served
+}
+
 // TestHammerAmongNineMany is TestHammerAmongNine with the hammer on 1,000
 // connections, a measurement run only when asked (a minute, and under
 // -race the loop is too slow for the nine's pace to mean anything):
@@ -630,7 +678,6 @@ func TestHammerAmongNineMany(t *testing.T) {
 // hammerAmongNine is TestHammerAmongNine with the hammer on conns
 // connections.
 func hammerAmongNine(t *testing.T, conns int) {
-	const nine, frames, gap = 9, 30, 40 * time.Millisecond
 	window := int64(20_000 / conns) // frames unanswered per hammer connection
 	e := spinEchoEngine(t)
 	var hSent, hServed, hRefused atomic.Int64 // all the hammer's connections
@@ -665,48 +712,18 @@ func hammerAmongNine(t *testing.T, conns int) {
 			}
 		}()
 	}
-	for e.Stats().Rejects == 0 { // overloaded first
-		time.Sleep(time.Millisecond)
-	}
-	var served [nine]atomic.Int64
-	var cwg sync.WaitGroup
-	for i := 0; i < nine; i++ {
-		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(3+i)))
-		c.SetDeadline(time.Now().Add(60 * time.Second))
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			next := time.Now()
-			for n := 0; n < frames; n++ {
-				time.Sleep(time.Until(next))
-				next = next.Add(gap)
-				if _, err := c.Write([]byte("g\n")); err != nil {
-					t.Error(err)
-					return
-				}
-				line, err := c.r.ReadString('\n')
-				if err != nil {
-					t.Errorf("tenant %d: %v", i, err)
-					return
-				}
-				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
-					served[i].Add(1)
-				}
-			}
-		}()
-	}
-	cwg.Wait()
+	served := nineTenants(t, e)
 	stop.Store(true)
 	wg.Wait()
 	st := e.Stats().Admission
 	t.Logf("hammer (%d connections): sent %d, served %d, refused %d; the nine served %v of %d each; refusals by reason %v, ration holds %d",
-		conns, hSent.Load(), hServed.Load(), hRefused.Load(), &served, frames, st.Rejects, st.RationHolds)
+		conns, hSent.Load(), hServed.Load(), hRefused.Load(), served, nineFrames, st.Rejects, st.RationHolds)
 	if hRefused.Load() == 0 {
 		t.Error("the hammer was never refused")
 	}
 	for i := range served {
-		if n := served[i].Load(); n < frames*2/3 {
-			t.Errorf("tenant %d: %d of %d frames served beside the hammer, want at least two thirds", i, n, frames)
+		if n := served[i].Load(); n < nineFrames*2/3 {
+			t.Errorf("tenant %d: %d of %d frames served beside the hammer, want at least two thirds", i, n, nineFrames)
 		}
 	}
 }
