@@ -65,18 +65,19 @@ const asyncCopyBytes = 2 << 10
 // neither and could book past the budget.
 func (c *Conn) queueAsync(seg ioflush.Segment) error {
 	n := len(seg.Buf)
-	defer c.unreserve(n)
 	if c.closing != nil || c.flags&fClosed != 0 {
+		c.unreserve(n)
 		return ErrClosed
 	}
 	if n <= asyncCopyBytes || c.segRoom() == 0 {
 		c.appendCopy(seg.Buf)
 		seg.Release()
-		return nil
+	} else {
+		c.pushSeg(seg)
+		c.tailChunk = nil
+		c.queued(n)
 	}
-	c.pushSeg(seg)
-	c.tailChunk = nil
-	c.queued(n)
+	c.unreserve(n)
 	return nil
 }
 
