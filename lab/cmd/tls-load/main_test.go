@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"os"
 	"testing"
 
 	"github.com/sluicenet/sluice/internal/testcert"
@@ -59,5 +60,43 @@ func TestReplayedHelloAnswered(t *testing.T) {
 	hdr := make([]byte, 5)
 	if _, err := io.ReadFull(c, hdr); err != nil || hdr[0] != 0x16 {
 		t.Fatalf("server's first record % x, %v: want a handshake record", hdr, err)
+	}
+}
+
+// TestModes: against a TLS echo server, the echo counts every frame,
+// handshakes resume from their tickets, and cpuTime reads this process.
+func TestModes(t *testing.T) {
+	ca, err := testcert.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.Cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	frame := binary.BigEndian.AppendUint32(nil, 64)
+	frame = append(frame, make([]byte, 64)...)
+	cfg := &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1", ClientSessionCache: tls.NewLRUClientSessionCache(1)}
+	for i := range 2 {
+		did, err := handshakeOnce(ln.Addr().String(), cfg, frame)
+		if err != nil || did != (i == 1) {
+			t.Fatalf("handshake %d: resumed %v, %v", i, did, err)
+		}
+	}
+	if d, err := cpuTime(os.Getpid()); err != nil || d <= 0 {
+		t.Fatalf("cpuTime: %v, %v", d, err)
 	}
 }
