@@ -76,6 +76,15 @@ func (l *loop) acceptError(en unix.Errno) {
 	l.st[cAcceptErrnoBase+int(acceptErrnoOf(en))]++
 }
 
+// addConn puts c's fd in the poller, except on a TLS engine before the
+// handshake (handshakeDone does it).
+func (l *loop) addConn(c *Conn) error {
+	if l.cfg.TLS != nil && c.tls == nil {
+		return nil
+	}
+	return l.p.Add(int(c.fd), connEvents, uint32(c.gen))
+}
+
 // open registers a freshly accepted fd as a connection and calls OnOpen.
 func (l *loop) open(fd int, peer netip.AddrPort) {
 	if en := netpoll.SetNoDelay(fd); en != 0 {
@@ -88,7 +97,9 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	c := &Conn{loop: l, fd: int32(fd), gen: l.gen, remote: peer}
 	c.tm.idx, c.tm.c = -1, c
 	l.shed.opened(c)
-	if err := l.p.Add(fd, connEvents, uint32(c.gen)); err != nil {
+	// a TLS connection joins the poller when its handshake is done (its
+	// handshake goroutine reads it until then: tls.go)
+	if err := l.addConn(c); err != nil {
 		sysClose(fd)
 		l.e.unreserveConn()
 		var en unix.Errno

@@ -296,8 +296,22 @@ func (p *tlsPipe) release() {
 	}
 }
 
-func (p *tlsPipe) Close() error                     { return nil } // the loop closes the fd
-func (p *tlsPipe) LocalAddr() net.Addr              { return p.local }
+func (p *tlsPipe) Close() error { return nil } // the loop closes the fd
+// LocalAddr is the connection's local address, read from the handshake's
+// fd the first time it is asked for (a GetCertificate that picks by
+// address); nil if first asked once the handshake is done.
+func (p *tlsPipe) LocalAddr() net.Addr {
+	if p.local == nil && p.f != nil {
+		if rc, err := p.f.SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) {
+				if sa, err := unix.Getsockname(int(fd)); err == nil {
+					p.local = sockaddrAddr(sa)
+				}
+			})
+		}
+	}
+	return p.local
+}
 func (p *tlsPipe) RemoteAddr() net.Addr             { return p.remote }
 func (p *tlsPipe) SetDeadline(time.Time) error      { return nil }
 func (p *tlsPipe) SetReadDeadline(time.Time) error  { return nil }
@@ -341,9 +355,6 @@ func (l *loop) startHandshake(c *Conn) {
 	p.f = os.NewFile(uintptr(dup), "tls")
 	p.cpu = t.cpu
 	p.remote = c.RemoteAddr()
-	if sa, err := unix.Getsockname(int(c.fd)); err == nil {
-		p.local = sockaddrAddr(sa)
-	}
 	c.tls.tc = tls.Server(p, e.cfg.TLS)
 	if t.active.Add(1) >= int64(e.cfg.MaxHandshakes) {
 		e.pauseAccept(gateHandshakes)
@@ -389,6 +400,10 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 		return
 	}
 	t := c.tls
+	if err := l.addConn(c); err != nil {
+		l.closeNow(c, err) // fHandshake still set: the handler never saw it
+		return
+	}
 	st := t.tc.ConnectionState()
 	t.state = &st
 	if len(st.VerifiedChains) > 0 && len(st.PeerCertificates) > 0 {

@@ -625,3 +625,23 @@ func TestTLSHandshakeFlood(t *testing.T) {
 	}
 	t.Logf("%d flood handshakes completed beside 200 echoes; at most %d in progress", done.Load(), maxInProgress)
 }
+
+// TestTLSLocalAddr: a GetCertificate that picks by local address sees the
+// connection's.
+func TestTLSLocalAddr(t *testing.T) {
+	ca := tlsCA(t)
+	seen := make(chan string, 1)
+	srv := &tls.Config{GetCertificate: func(hi *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		seen <- hi.Conn.LocalAddr().String()
+		return &ca.Cert, nil
+	}}
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: srv}, newTestHandler())
+	c, err := tls.Dial("tcp", e.Addr().String(), ca.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if got := <-seen; got != e.Addr().String() {
+		t.Errorf("LocalAddr in GetCertificate: %s, want %s", got, e.Addr())
+	}
+}
