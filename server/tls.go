@@ -368,7 +368,7 @@ func (l *loop) startHandshake(c *Conn) {
 	go func() {
 		err := f.SetDeadline(deadline)
 		if err == nil {
-			err = tc.HandshakeContext(ctx)
+			err = handshake(ctx, tc)
 		}
 		p.release()
 		cancel()
@@ -389,6 +389,21 @@ func (l *loop) startHandshake(c *Conn) {
 			return
 		}
 	}()
+}
+
+// errHandshakePanic is the cause of a connection whose handshake panicked
+// (in a tls.Config callback such as GetCertificate): that connection
+// closes (HandshakeOther), not the process.
+var errHandshakePanic = errors.New("sluice: tls handshake panicked")
+
+// handshake runs tc's handshake, a panic in it returned as an error.
+func handshake(ctx context.Context, tc *tls.Conn) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errHandshakePanic, r)
+		}
+	}()
+	return tc.HandshakeContext(ctx)
 }
 
 // handshakeDone takes c back on its loop when its handshake ended: a

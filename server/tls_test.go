@@ -645,3 +645,28 @@ func TestTLSLocalAddr(t *testing.T) {
 		t.Errorf("LocalAddr in GetCertificate: %s, want %s", got, e.Addr())
 	}
 }
+
+// TestTLSHandshakePanic: a GetCertificate that panics closes that
+// connection (HandshakeOther), not the process; the next handshake is
+// served.
+func TestTLSHandshakePanic(t *testing.T) {
+	ca := tlsCA(t)
+	var calls atomic.Int64
+	srv := &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if calls.Add(1) == 1 {
+			panic("a bad certificate callback")
+		}
+		return &ca.Cert, nil
+	}}
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: srv}, newTestHandler())
+	if c, err := tls.Dial("tcp", e.Addr().String(), ca.client()); err == nil {
+		c.Close()
+		t.Fatal("the handshake whose callback panicked succeeded")
+	}
+	waitStats(t, e, "the panic counted", func(s Stats) bool { return s.TLSHandshakeFailures[HandshakeOther] == 1 })
+	c, err := tls.Dial("tcp", e.Addr().String(), ca.client())
+	if err != nil {
+		t.Fatalf("the next handshake: %v", err)
+	}
+	c.Close()
+}
