@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -85,15 +86,15 @@ func New(cfg Config) (*Client, error) {
 	}
 	dial := cfg.Dial
 	if dial == nil {
-		d := &net.Dialer{Timeout: cfg.dialTimeout()}
-		dial = d.DialContext
+		dial = (&net.Dialer{}).DialContext // dialer.dialContext bounds it
 	}
+	dl := &dialer{dial: dial, timeout: cfg.dialTimeout(), tls: cfg.tlsConfig()}
 	if cfg.Retry.Latency == nil {
 		cfg.Retry.Latency = resilience.NewLatencyTracker(0)
 	}
 	c := &Client{
 		cfg:      cfg,
-		pool:     newPool(cfg.Addr, cfg.conns(), cfg.maxFrameBytes(), dial),
+		pool:     newPool(cfg.Addr, cfg.conns(), cfg.maxFrameBytes(), dl.dialContext),
 		retrier:  resilience.Retrier{Policy: cfg.Retry, Budget: budget, Breaker: cfg.Breaker, Clock: cfg.Clock},
 		bulkhead: bulkhead,
 		clock:    cfg.Clock,
@@ -296,6 +297,36 @@ func (c *Client) Close() error {
 	c.closed.Store(true)
 	c.pool.close()
 	return nil
+}
+
+// dialer dials one connection for the pool: the transport's dial and, with
+// TLS, the handshake, both within timeout and the caller's context. Either
+// failing is a *DialError.
+type dialer struct {
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	timeout time.Duration
+	tls     *tls.Config // nil: plaintext
+}
+
+func (d *dialer) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	// One bound for the connect and the handshake: a server that accepts
+	// and never answers the ClientHello costs one dial timeout, as one
+	// that never accepts does.
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	nc, err := d.dial(ctx, network, addr)
+	if err != nil {
+		return nil, &DialError{Addr: addr, Err: err}
+	}
+	if d.tls == nil {
+		return nc, nil
+	}
+	tc := tls.Client(nc, d.tls)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = nc.Close()
+		return nil, &DialError{Addr: addr, Handshake: true, Err: err}
+	}
+	return tc, nil
 }
 
 // boundedCopy copies at most n bytes of b (nil when b is empty).

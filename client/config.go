@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -51,11 +52,19 @@ type Config struct {
 	// AttemptTimeout, if set, also bounds each attempt, so a response that
 	// never comes costs one attempt, not the whole deadline.
 	AttemptTimeout time.Duration
-	// DialTimeout bounds each dial (and the call deadline bounds it too);
-	// 0 means 1 s.
+	// DialTimeout bounds each dial, the TLS handshake included (and the
+	// call deadline bounds it too); 0 means 1 s.
 	DialTimeout time.Duration
-	// Dial replaces net.Dialer.DialContext, for tests and custom transports.
+	// Dial replaces net.Dialer.DialContext, for tests and custom transports;
+	// with TLS set the handshake runs on the connection it returns.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS, when set, makes every connection a TLS client connection with
+	// this configuration (crypto/tls), its handshake completed within the
+	// dial's time, so that a failed handshake is a failed dial (a
+	// *DialError). The Client uses a clone: when ServerName is empty the
+	// clone's is Addr's host. Share a ClientSessionCache in it to resume
+	// sessions on reconnection.
+	TLS *tls.Config
 	// MaxFrameBytes bounds a response frame; 0 means 1 MiB.
 	MaxFrameBytes int
 	// Tenant is sent on every request that does not name its own.
@@ -111,6 +120,11 @@ func (c *Config) Validate() error {
 	case len(c.Tenant) > envelope.MaxTenantBytes:
 		return fmt.Errorf("%w: Tenant longer than %d bytes", ErrInvalidConfig, envelope.MaxTenantBytes)
 	}
+	if c.TLS != nil && c.TLS.ServerName == "" {
+		if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+			return fmt.Errorf("%w: TLS without a ServerName needs a HOST:PORT Addr: %w", ErrInvalidConfig, err)
+		}
+	}
 	if err := (envelope.Codec{MaxFrameBytes: c.MaxFrameBytes}).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -154,6 +168,20 @@ func (c *Config) dialTimeout() time.Duration {
 		return DefaultDialTimeout
 	}
 	return c.DialTimeout
+}
+
+// tlsConfig returns the clone of TLS the connections use (nil without
+// TLS), its ServerName defaulted to Addr's host. Validate has checked that
+// Addr splits.
+func (c *Config) tlsConfig() *tls.Config {
+	if c.TLS == nil {
+		return nil
+	}
+	t := c.TLS.Clone()
+	if t.ServerName == "" {
+		t.ServerName, _, _ = net.SplitHostPort(c.Addr)
+	}
+	return t
 }
 
 func (c *Config) maxFrameBytes() int {

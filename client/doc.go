@@ -9,9 +9,12 @@
 // and may arrive in any order), the per-call deadline sent to the server as
 // the time left, and the idempotency key: set once per logical call (given
 // by the caller or generated) and sent on every retry, so the server's
-// idempotency store can answer a retry it already ran. It refuses to own the
-// policies themselves (package resilience), the wire format (package
-// protocol/envelope) and anything on the server side.
+// idempotency store can answer a retry it already ran. With Config.TLS it
+// owns the TLS handshake of each connection too (crypto/tls on top of the
+// dial, within the dial's time, a failed handshake being a failed dial,
+// *DialError), but not TLS policy: the tls.Config is the caller's. It
+// refuses to own the policies themselves (package resilience), the wire
+// format (package protocol/envelope) and anything on the server side.
 //
 // What is retried: a reject (the server refused before running the handler)
 // with status too many requests, unavailable or timeout, or conflict with a

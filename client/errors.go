@@ -32,6 +32,33 @@ var (
 	ErrTimeout error = &timeoutError{msg: "sluice: deadline passed waiting for the response"}
 )
 
+// DialError is a connection that could not be made: the dial failed, or,
+// with Config.TLS, the TLS handshake did. Nothing was sent, so the attempt
+// is retried by the class of Err, whatever the call: a refused or reset
+// connection, or a dial or handshake past its timeout, is retryable; a
+// server certificate the client does not trust, an alert from the server
+// or a peer that does not speak TLS is not (resilience.ClassFailed).
+type DialError struct {
+	// Addr is the address dialed.
+	Addr string
+	// Handshake reports that the connection was made and the TLS handshake
+	// failed.
+	Handshake bool
+	// Err is the dial's or the handshake's error.
+	Err error
+}
+
+// Error says which step failed, where, and why.
+func (e *DialError) Error() string {
+	if e.Handshake {
+		return "sluice: TLS handshake with " + e.Addr + ": " + e.Err.Error()
+	}
+	return "sluice: dial " + e.Addr + ": " + e.Err.Error()
+}
+
+// Unwrap returns Err, which classifies the failure.
+func (e *DialError) Unwrap() error { return e.Err }
+
 type classedError struct {
 	msg   string
 	class resilience.Class

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -92,6 +93,22 @@ func newEnvServer(t testing.TB, handle func(r *replier)) *envServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveEnv(t, ln, handle)
+}
+
+// newTLSEnvServer is newEnvServer speaking TLS with cfg: each connection's
+// handshake runs at its first read.
+func newTLSEnvServer(t testing.TB, cfg *tls.Config, handle func(r *replier)) *envServer {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveEnv(t, ln, handle)
+}
+
+// serveEnv serves the envelope on ln until the test ends.
+func serveEnv(t testing.TB, ln net.Listener, handle func(r *replier)) *envServer {
 	s := &envServer{t: t, ln: ln, handle: handle}
 	s.wg.Add(1)
 	go s.accept()
