@@ -12,9 +12,10 @@ import (
 // decodes to the same summary; a run without rejects carries neither.
 func TestCollectRejectHistogram(t *testing.T) {
 	cfg := LoadConfig{Conns: 2, Duration: time.Second}
-	workers := make([]*worker, 2)
+	workers := make([]*tally, 2)
 	for i := range workers {
-		w := &worker{epfd: -1, hist: NewLatencyHistogram(), lagHist: NewLatencyHistogram(), rejHist: NewLatencyHistogram()}
+		w := new(tally)
+		*w = newTally()
 		for v := int64(1); v <= 500; v++ {
 			recordNanos(w.rejHist, (int64(i)*500+v)*1000) // 1..1000 µs over both loops
 		}
@@ -23,7 +24,7 @@ func TestCollectRejectHistogram(t *testing.T) {
 		w.msgs = 1
 		workers[i] = w
 	}
-	res := collect(&cfg, workers, 2, &dialFailure{})
+	res := collect(&cfg, workers, 2, 0, &dialFailure{})
 	if res.Rejected != 1000 || res.RejectLatency == nil || res.RejectHistogramV2 == "" || res.HistogramV2 == "" {
 		t.Fatalf("rejected %d, latency %v, histogram %q", res.Rejected, res.RejectLatency, res.RejectHistogramV2)
 	}
@@ -38,8 +39,8 @@ func TestCollectRejectHistogram(t *testing.T) {
 		t.Errorf("decoded %+v, want %+v", s, *res.RejectLatency)
 	}
 
-	quiet := &worker{epfd: -1, hist: NewLatencyHistogram(), lagHist: NewLatencyHistogram(), rejHist: NewLatencyHistogram()}
-	if res := collect(&cfg, []*worker{quiet}, 1, &dialFailure{}); res.RejectLatency != nil || res.RejectHistogramV2 != "" {
+	quiet := newTally()
+	if res := collect(&cfg, []*tally{&quiet}, 1, 0, &dialFailure{}); res.RejectLatency != nil || res.RejectHistogramV2 != "" {
 		t.Errorf("no rejects: latency %v, histogram %q", res.RejectLatency, res.RejectHistogramV2)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -63,12 +64,14 @@ func classify(err error) ErrorKind {
 		return ErrRefused
 	case errors.Is(err, unix.ECONNRESET), errors.Is(err, unix.EPIPE), errors.Is(err, unix.ECONNABORTED):
 		return ErrReset
-	case errors.Is(err, unix.ETIMEDOUT), errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, unix.ETIMEDOUT), errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return ErrTimeout
 	case errors.Is(err, ErrMismatch):
 		return ErrMismatched
-	case errors.Is(err, errPeerClosed):
+	case errors.Is(err, errPeerClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return ErrRejected
+	case tlsFailure(err) != "":
+		return ErrTLS
 	}
 	return ErrOther
 }

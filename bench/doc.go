@@ -18,6 +18,15 @@
 //     its request: framed responses by order, length, sequence number and
 //     content; raw echo by byte accounting (echo servers may split and
 //     coalesce) and content.
+//   - The TLS generator (LoadConfig.TLS): the same closed and open loops,
+//     checks and histograms over crypto/tls client connections, which the
+//     epoll loops cannot drive, so each connection is a reader and a writer
+//     goroutine (a higher cost per message than the raw generator's); and a
+//     handshake mode (LoadConfig.Handshakes): workers that dial, handshake
+//     (resuming sessions when the tls.Config caches them), send one request
+//     and close, for handshakes per second, the share resumed, failures by
+//     reason and the handshake's latency. The tls.Config (trust, versions,
+//     the session cache) is the caller's.
 //   - The framings (Codec): raw bytes, a length prefix (1, 2, 4 or 8 bytes,
 //     big- or little-endian), lines, RESP
 //     (ECHO commands, for redis-server and sluice's kv) and HTTP/1.1 (POST

@@ -16,8 +16,7 @@ func newTestWorker(nConns, capPerConn int, rate float64, startNanos, warmEnd, en
 		lateTolNanos: int64(time.Millisecond),
 		warmEnd:      warmEnd,
 		endNanos:     end,
-		hist:         NewLatencyHistogram(),
-		lagHist:      NewLatencyHistogram(),
+		tally:        newTally(),
 	}
 	w.sched = NewOpenSchedule(startNanos, rate)
 	w.sched.StopAt(end)

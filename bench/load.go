@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -29,6 +30,18 @@ const (
 type SizeSpec struct {
 	Min int `json:"min"`
 	Max int `json:"max"`
+}
+
+// draw returns a payload size, uniform in [Min, Max], advancing the
+// xorshift64 state rng (never zero).
+func (s SizeSpec) draw(rng *uint64) int32 {
+	if s.Min == s.Max {
+		return int32(s.Min)
+	}
+	*rng ^= *rng << 13
+	*rng ^= *rng >> 7
+	*rng ^= *rng << 17
+	return int32(s.Min + int(*rng%uint64(s.Max-s.Min+1)))
 }
 
 // FixedSize returns a SizeSpec of exactly n bytes.
@@ -118,8 +131,8 @@ type LoadConfig struct {
 	// ResponseTimeout closes a connection whose oldest request has waited this
 	// long (zero: DefaultResponseTimeout).
 	ResponseTimeout time.Duration `json:"response_timeout_ns,omitempty"`
-	// ConnectTimeout bounds each connection attempt (zero:
-	// DefaultConnectTimeout).
+	// ConnectTimeout bounds each connection attempt, with TLS its
+	// handshake included (zero: DefaultConnectTimeout).
 	ConnectTimeout time.Duration `json:"connect_timeout_ns,omitempty"`
 	// LateTolerance: an open-loop send issued later than this after its
 	// intended time counts as late (zero: DefaultLateTolerance).
@@ -131,6 +144,20 @@ type LoadConfig struct {
 	Progress io.Writer `json:"-"`
 	// Seed seeds the size distribution.
 	Seed uint64 `json:"seed,omitempty"`
+	// TLS, when set, makes every connection a crypto/tls client connection
+	// with a clone of this configuration (ServerName, when empty, is Addr's
+	// host), its handshake done within ConnectTimeout. The epoll loops
+	// cannot speak TLS, so goroutines drive these connections, one reader
+	// and one writer each, with the same closed and open loops, checks,
+	// latency and report; the generator then costs more per message than
+	// the raw one, and Workers must be zero.
+	TLS *tls.Config `json:"-"`
+	// Handshakes, with TLS, measures handshakes instead of messages: for the
+	// run, each of Conns workers dials, completes a handshake (resumed when
+	// TLS has a ClientSessionCache and the server a ticket), sends one
+	// request of Size, checks the answer and closes, again and again.
+	// InFlight (beyond 1) and RatePerSec do not apply.
+	Handshakes bool `json:"handshakes,omitempty"`
 }
 
 // OpenLoop reports whether the run is open-loop.
@@ -144,7 +171,7 @@ func (c LoadConfig) withDefaults(gomaxprocs int) LoadConfig {
 			c.InFlight = DefaultOpenInFlight
 		}
 	}
-	if c.Workers == 0 {
+	if c.Workers == 0 && c.TLS == nil {
 		c.Workers = gomaxprocs
 	}
 	if c.Workers > c.Conns && c.Conns > 0 {
@@ -183,6 +210,14 @@ func (c *LoadConfig) Validate() error {
 		return fmt.Errorf("%w: size %v above the %d bytes a %v length field carries", ErrInvalidConfig, c.Size, c.Codec.MaxPayloadBytes(), c.Codec)
 	case c.LocalAddr != "" && net.ParseIP(c.LocalAddr) == nil:
 		return fmt.Errorf("%w: local address %q is not an IP address", ErrInvalidConfig, c.LocalAddr)
+	case c.TLS != nil && c.Workers != 0:
+		return fmt.Errorf("%w: %d workers: TLS connections are driven by goroutines, not by event loops", ErrInvalidConfig, c.Workers)
+	case c.Handshakes && c.TLS == nil:
+		return fmt.Errorf("%w: the handshake mode needs TLS", ErrInvalidConfig)
+	case c.Handshakes && c.OpenLoop():
+		return fmt.Errorf("%w: the handshake mode is a closed loop of workers; it has no rate", ErrInvalidConfig)
+	case c.Handshakes && c.InFlight > 1:
+		return fmt.Errorf("%w: %d in flight: a handshake worker sends one request per connection", ErrInvalidConfig, c.InFlight)
 	}
 	return c.Size.Validate()
 }
@@ -205,10 +240,13 @@ const (
 	ErrMismatched
 	// ErrOther: anything else.
 	ErrOther
+	// ErrTLS: a TLS handshake failed: the server's certificate did not
+	// verify, the server sent an alert, or it does not speak TLS.
+	ErrTLS
 	numErrorKinds
 )
 
-var errorKindNames = [numErrorKinds]string{"refused", "reset", "timeout", "rejected", "mismatch", "other"}
+var errorKindNames = [numErrorKinds]string{"refused", "reset", "timeout", "rejected", "mismatch", "other", "tls"}
 
 // String returns the kind's report name.
 func (k ErrorKind) String() string {
@@ -250,7 +288,7 @@ func (e *errorCounts) asMap() map[string]int64 {
 // window, after the warm-up.
 type LoadResult struct {
 	Config LoadConfig `json:"config"`
-	// Mode is "closed" or "open".
+	// Mode is "closed", "open" or, with LoadConfig.Handshakes, "handshakes".
 	Mode string `json:"mode"`
 	// WindowSec is the measured window as the generator timed it.
 	WindowSec float64 `json:"window_sec"`
@@ -303,6 +341,29 @@ type LoadResult struct {
 	// failed during the run.
 	ConnsOpen int `json:"conns_open"`
 	ConnsLost int `json:"conns_lost"`
+	// TLSVersion and TLSCipherSuite are what the first TLS handshake of
+	// the run negotiated (empty without TLS).
+	TLSVersion     string `json:"tls_version,omitempty"`
+	TLSCipherSuite string `json:"tls_cipher_suite,omitempty"`
+	// Handshake mode only (Mode "handshakes"; Msgs, Latency and Rejected
+	// are then the one request each connection sends, its latency from
+	// the end of the handshake). Handshakes counts the connections of the
+	// measured window whose whole cycle succeeded (dial, handshake,
+	// request, answer), Resumed those of them whose handshake resumed a
+	// session (tls.ConnectionState.DidResume), ResumedShare their share.
+	// HandshakeLatency runs from the dial to the end of the handshake
+	// (the TCP connect included); HandshakeHistogramV2 is its histogram,
+	// encoded as HistogramV2. HandshakeFailures counts the cycles of the
+	// window that failed, by reason: refused, reset, timeout, peer_closed,
+	// bad_certificate (the server's did not verify), alert (the server
+	// refused the handshake), not_tls, mismatch (a wrong answer) or other.
+	Handshakes           int64            `json:"handshakes,omitempty"`
+	HandshakesPerSec     float64          `json:"handshakes_per_sec,omitempty"`
+	Resumed              int64            `json:"resumed,omitempty"`
+	ResumedShare         float64          `json:"resumed_share,omitempty"`
+	HandshakeLatency     *LatencySummary  `json:"handshake_latency,omitempty"`
+	HandshakeHistogramV2 string           `json:"handshake_histogram_v2,omitempty"`
+	HandshakeFailures    map[string]int64 `json:"handshake_failures,omitempty"`
 	// Client and Server are the processes' costs over the window (Server only
 	// with LoadConfig.ServerPID).
 	Client *ProcUsage `json:"client,omitempty"`
@@ -357,8 +418,23 @@ func FormatLoadResult(r *LoadResult) string {
 	if r.Mode == "open" {
 		inFlight = fmt.Sprintf("≤%d in flight", cfg.InFlight)
 	}
-	fmt.Fprintf(&b, "%s loop, %s codec, %d conns × %s × %s B, %.1fs measured after %v warm-up\n",
-		r.Mode, cfg.Codec, cfg.Conns, inFlight, cfg.Size, r.WindowSec, cfg.Warmup)
+	tlsText := ""
+	if r.TLSVersion != "" {
+		tlsText = ", " + r.TLSVersion + " " + r.TLSCipherSuite
+	}
+	if r.Mode == "handshakes" {
+		fmt.Fprintf(&b, "handshakes, %s codec, %d workers × one %s B request per connection%s, %.1fs measured after %v warm-up\n",
+			cfg.Codec, cfg.Conns, cfg.Size, tlsText, r.WindowSec, cfg.Warmup)
+		fmt.Fprintf(&b, "handshakes  %s/s  (%d; resumed %d, %.1f%%)  failures %v\n",
+			human.Rate(r.HandshakesPerSec), r.Handshakes, r.Resumed, 100*r.ResumedShare, r.HandshakeFailures)
+		if h := r.HandshakeLatency; h != nil {
+			fmt.Fprintf(&b, "handshake   p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
+				human.Micros(h.P50Micros), human.Micros(h.P90Micros), human.Micros(h.P99Micros), human.Micros(h.P999Micros), human.Micros(h.MaxMicros))
+		}
+	} else {
+		fmt.Fprintf(&b, "%s loop, %s codec, %d conns × %s × %s B%s, %.1fs measured after %v warm-up\n",
+			r.Mode, cfg.Codec, cfg.Conns, inFlight, cfg.Size, tlsText, r.WindowSec, cfg.Warmup)
+	}
 	fmt.Fprintf(&b, "throughput  %s msg/s  %.1f MB/s  (%d msgs)\n", human.Rate(r.MsgsPerSec), r.MBPerSec, r.Msgs)
 	l := r.Latency
 	fmt.Fprintf(&b, "latency     p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",

@@ -50,13 +50,17 @@ func takeSample(serverPID int) windowSample {
 
 // Load runs one load test as cfg describes and returns what it measured. It
 // dials every connection first, then runs the warm-up and the measured window
-// on cfg.Workers event loops. Failures of individual connections are counted in
+// on cfg.Workers event loops, or, with cfg.TLS, on goroutines speaking TLS
+// (and with cfg.Handshakes, measures handshakes). Failures of individual connections are counted in
 // the result, not returned; the error is for a run that could not happen at
 // all (bad configuration, no connection).
 func Load(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	cfg = cfg.withDefaults(runtime.GOMAXPROCS(0))
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.TLS != nil {
+		return loadTLS(ctx, cfg)
 	}
 	sa, family, err := resolveSockaddr(cfg.Addr)
 	if err != nil {
@@ -122,13 +126,27 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	var progWG sync.WaitGroup
 	if cfg.Progress != nil {
 		progWG.Add(1)
-		go func() { defer progWG.Done(); progressLoop(cfg.Progress, base, warmEnd, end, workers, done) }()
+		sample := func() (msgs, errs, p99 int64) {
+			for _, w := range workers {
+				msgs += w.progMsgs.Load()
+				errs += w.progErrs.Load()
+				p99 = max(p99, w.progP99.Load())
+			}
+			return msgs, errs, p99
+		}
+		go func() { defer progWG.Done(); progressLoop(cfg.Progress, base, warmEnd, end, sample, done) }()
 	}
 	wg.Wait()
 	close(done)
 	progWG.Wait()
 
-	res := collect(&cfg, workers, len(fds), dialFail)
+	var unfinished int64
+	tallies := make([]*tally, len(workers))
+	for i, w := range workers {
+		unfinished += w.closeConns()
+		tallies[i] = &w.tally
+	}
+	res := collect(&cfg, tallies, len(fds), unfinished, dialFail)
 	if before.at.IsZero() || after.at.IsZero() {
 		return res, fmt.Errorf("sluice: bench: run stopped before its measured window ended: %w", context.Cause(ctx))
 	}
@@ -163,9 +181,7 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 			rng:          cfg.Seed*0x9e3779b97f4a7c15 + uint64(i)*0xbf58476d1ce4e5b9 + 1,
 			lateTolNanos: int64(cfg.LateTolerance),
 			respTimeout:  int64(cfg.ResponseTimeout),
-			hist:         NewLatencyHistogram(),
-			lagHist:      NewLatencyHistogram(),
-			rejHist:      NewLatencyHistogram(),
+			tally:        newTally(),
 		}
 	}
 	for i, fd := range fds {
@@ -184,22 +200,22 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 	return workers, nil
 }
 
-// collect merges the loops' counters and histograms and closes the
-// connections.
-func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFailure) *LoadResult {
-	res := &LoadResult{Config: *cfg, Mode: "closed", WindowSec: cfg.Duration.Seconds(), ConnsOpen: connsOpen}
+// collect merges the tallies' counters and histograms into a result;
+// unfinished is the requests written and unanswered when the run ended.
+func collect(cfg *LoadConfig, tallies []*tally, connsOpen int, unfinished int64, dialFail *dialFailure) *LoadResult {
+	res := &LoadResult{Config: *cfg, Mode: "closed", WindowSec: cfg.Duration.Seconds(), ConnsOpen: connsOpen, Unfinished: unfinished}
 	if cfg.OpenLoop() {
 		res.Mode = "open"
 		res.OfferedPerSec = cfg.RatePerSec
 	}
 	var errs errorCounts
 	errs.add(&dialFail.errs)
-	hists := make([]*hdrhistogram.Histogram, 0, len(workers))
-	lags := make([]*hdrhistogram.Histogram, 0, len(workers))
-	rejs := make([]*hdrhistogram.Histogram, 0, len(workers))
+	hists := make([]*hdrhistogram.Histogram, 0, len(tallies))
+	lags := make([]*hdrhistogram.Histogram, 0, len(tallies))
+	rejs := make([]*hdrhistogram.Histogram, 0, len(tallies))
 	var rejects rejectCounts
 	firstErr := dialFail.firstErr
-	for _, w := range workers {
+	for _, w := range tallies {
 		res.Msgs += w.msgs
 		res.PayloadBytes += w.payloadBytes
 		res.Intended += w.intended
@@ -207,7 +223,6 @@ func collect(cfg *LoadConfig, workers []*worker, connsOpen int, dialFail *dialFa
 		res.Missed += w.missed
 		res.Dropped += w.dropped
 		res.ConnsLost += w.lost
-		res.Unfinished += w.closeConns()
 		errs.add(&w.errs)
 		hists = append(hists, w.hist)
 		lags = append(lags, w.lagHist)
@@ -312,8 +327,10 @@ func fillUsage(res *LoadResult, cfg *LoadConfig, before, after windowSample) {
 	}
 }
 
-// progressLoop writes a progress line about once a second until done.
-func progressLoop(out io.Writer, base time.Time, warmEnd, end int64, workers []*worker, done <-chan struct{}) {
+// progressLoop writes a progress line about once a second until done:
+// sample returns the messages answered and the failures so far (warm-up
+// included) and the latest p99 in nanoseconds (0: none yet).
+func progressLoop(out io.Writer, base time.Time, warmEnd, end int64, sample func() (msgs, errs, p99 int64), done <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var lastMsgs int64
@@ -324,12 +341,7 @@ func progressLoop(out io.Writer, base time.Time, warmEnd, end int64, workers []*
 			_, _ = fmt.Fprintf(out, "\r\033[K")
 			return
 		case now := <-t.C:
-			var msgs, errs, p99 int64
-			for _, w := range workers {
-				msgs += w.progMsgs.Load()
-				errs += w.progErrs.Load()
-				p99 = max(p99, w.progP99.Load())
-			}
+			msgs, errs, p99 := sample()
 			rate := float64(msgs-lastMsgs) / now.Sub(last).Seconds()
 			lastMsgs, last = msgs, now
 			el := now.Sub(base)

@@ -13,7 +13,6 @@ import (
 	"time"
 	"unsafe"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,18 +97,8 @@ type worker struct {
 	rr                            int
 	lateTolNanos, respTimeout     int64
 
-	hist, lagHist *hdrhistogram.Histogram
-
-	// Counters of the measured window.
-	msgs, payloadBytes, intended, late, missed int64
-	// Reject frames of the measured window, by reason, and their latency.
-	rejects rejectCounts
-	rejHist *hdrhistogram.Histogram
-	// Counters of the whole run.
-	allMsgs, dropped int64
-	errs             errorCounts
-	lost             int
-	firstErr         error
+	// tally is what the loop counts and times.
+	tally
 
 	// Published for the progress line (whole run, warm-up included).
 	progMsgs, progErrs, progP99 atomic.Int64
@@ -127,16 +116,7 @@ type worker struct {
 func (w *worker) now() int64 { return int64(time.Since(w.base)) }
 
 // nextSize returns the payload size of the next request.
-func (w *worker) nextSize() int32 {
-	if w.size.Min == w.size.Max {
-		return int32(w.size.Min)
-	}
-	// xorshift64
-	w.rng ^= w.rng << 13
-	w.rng ^= w.rng >> 7
-	w.rng ^= w.rng << 17
-	return int32(w.size.Min + int(w.rng%uint64(w.size.Max-w.size.Min+1)))
-}
+func (w *worker) nextSize() int32 { return w.size.draw(&w.rng) }
 
 // run is the loop; it returns when the window has ended or stop is set.
 func (w *worker) run() {
@@ -213,19 +193,7 @@ func (w *worker) run() {
 		w.windowEnd()
 	}
 	if !w.closed {
-		// Sends intended inside the window that were never taken: the loop
-		// could not get to them before the end.
-		end := min(w.now(), w.endNanos)
-		for k := w.sched.Taken(); ; k++ {
-			t := w.sched.Intended(k)
-			if t >= end {
-				break
-			}
-			if t >= w.warmEnd {
-				w.intended++
-				w.missed++
-			}
-		}
+		w.untakenMissed(&w.sched, w.now(), w.warmEnd, w.endNanos)
 	}
 	w.housekeeping(w.now())
 }
@@ -259,14 +227,7 @@ func (w *worker) issueDue(now int64) {
 		if w.rr == len(w.conns) {
 			w.rr = 0
 		}
-		counted := t >= w.warmEnd && t < w.endNanos
-		if counted {
-			w.intended++
-			recordNanos(w.lagHist, now-t)
-			if now-t > w.lateTolNanos {
-				w.late++
-			}
-		}
+		counted := w.sendIssued(t, now, w.warmEnd, w.endNanos, w.lateTolNanos)
 		if c.dead || c.q.full() {
 			if counted {
 				w.missed++
@@ -440,12 +401,7 @@ func (w *worker) consumeFramed(c *conn, data []byte, now int64) {
 // complete records a response read at now to request r and, in a closed loop,
 // queues the next request.
 func (w *worker) complete(c *conn, r request, now int64) {
-	w.allMsgs++
-	if now >= w.warmEnd && now < w.endNanos {
-		w.msgs++
-		w.payloadBytes += int64(r.size)
-		recordNanos(w.hist, now-r.intendedNanos)
-	}
+	w.completed(r, now, w.warmEnd, w.endNanos)
 	if w.closed && now < w.endNanos {
 		c.q.push(request{intendedNanos: now, size: w.nextSize()})
 		c.owed++
@@ -456,11 +412,7 @@ func (w *worker) complete(c *conn, r request, now int64) {
 // reason and timed, not counted as a message; in a closed loop the next
 // request is queued as after a response.
 func (w *worker) rejected(c *conn, r request, k int, now int64) {
-	w.allMsgs++
-	if now >= w.warmEnd && now < w.endNanos {
-		w.rejects[k]++
-		recordNanos(w.rejHist, now-r.intendedNanos)
-	}
+	w.rejectedAt(r, k, now, w.warmEnd, w.endNanos)
 	if w.closed && now < w.endNanos {
 		c.q.push(request{intendedNanos: now, size: w.nextSize()})
 		c.owed++
@@ -473,12 +425,7 @@ func (w *worker) fail(c *conn, err error) {
 		return
 	}
 	c.dead = true
-	w.errs[classify(err)]++
-	w.lost++
-	w.dropped += int64(c.written())
-	if w.firstErr == nil {
-		w.firstErr = err
-	}
+	w.failed(err, int64(c.written()))
 	_ = unix.Close(c.fd)
 	c.fd = -1
 }

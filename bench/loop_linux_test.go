@@ -27,7 +27,7 @@ func pairWorker(t testing.TB, codec Codec, inFlight, size int) (*worker, *conn, 
 		codec: codec, size: FixedSize(size), closed: true, inFlight: inFlight,
 		rbuf: make([]byte, readBufferBytes+maxWire), filler: newFiller(size),
 		base: time.Now(), warmEnd: 0, endNanos: int64(time.Hour),
-		hist: NewLatencyHistogram(), lagHist: NewLatencyHistogram(),
+		tally: newTally(),
 	}
 	c := &conn{fd: fds[0], q: newInflight(inFlight), out: make([]byte, 0, max(maxWire, min(inFlight*maxWire, maxOutBatchBytes)))}
 	if codec != CodecRaw {
