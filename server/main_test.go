@@ -26,8 +26,8 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/sluicenet/sluice/internal/testcert"
 	"github.com/sluicenet/sluice/server/internal/netpoll"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
 func TestMain(m *testing.M) {
@@ -561,11 +561,11 @@ type childReport struct {
 // childTLS is the TLS configuration of the child servers: a certificate of
 // their own (the parent does not verify it: it measures memory).
 func childTLS() (*tls.Config, error) {
-	ca, err := testcert.New()
+	cert, _, err := tlsutil.SelfSigned()
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{ca.Cert}}, nil
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
 }
 
 func runChild(role string) int {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,12 +16,17 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
-	"github.com/sluicenet/sluice/internal/testcert"
 	"github.com/sluicenet/sluice/protocol"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
-// testCA is the suite's TLS certificate (internal/testcert), made once.
-type testCA struct{ *testcert.CA }
+// testCA is the suite's TLS certificate (tlsutil.SelfSigned: a server
+// certificate for 127.0.0.1 and localhost that signs client
+// certificates), made once.
+type testCA struct {
+	Cert tls.Certificate
+	Pool *x509.CertPool
+}
 
 var (
 	testCAOnce sync.Once
@@ -30,9 +36,7 @@ var (
 
 func tlsCA(t testing.TB) testCA {
 	testCAOnce.Do(func() {
-		var ca *testcert.CA
-		ca, testCAErr = testcert.New()
-		testCAVal = testCA{ca}
+		testCAVal.Cert, testCAVal.Pool, testCAErr = tlsutil.SelfSigned()
 	})
 	if testCAErr != nil {
 		t.Fatal(testCAErr)
@@ -43,7 +47,13 @@ func tlsCA(t testing.TB) testCA {
 // issue makes a client certificate for cn signed by the CA (or, with
 // selfSigned, signed by nobody the server trusts).
 func (ca testCA) issue(t testing.TB, cn string, selfSigned bool) tls.Certificate {
-	c, err := ca.Issue(cn, selfSigned)
+	var c tls.Certificate
+	var err error
+	if selfSigned {
+		c, _, err = tlsutil.SelfSigned(cn)
+	} else {
+		c, err = tlsutil.IssueClient(ca.Cert, cn)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,23 +6,22 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluicenet/sluice/internal/testcert"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
 // certFiles writes a self-signed certificate for 127.0.0.1 and localhost
-// (internal/testcert), and its key, as PEM files in a temporary directory.
+// (tlsutil.WriteSelfSigned), and its key, as PEM files in a temporary
+// directory.
 func certFiles(t *testing.T) (cert, key string) {
 	t.Helper()
-	ca, err := testcert.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, err = ca.WriteFiles(t.TempDir())
-	if err != nil {
+	dir := t.TempDir()
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := tlsutil.WriteSelfSigned(cert, key); err != nil {
 		t.Fatal(err)
 	}
 	return cert, key

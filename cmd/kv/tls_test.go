@@ -5,11 +5,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluicenet/sluice/internal/testcert"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
 // TestTLSRedisClients: redis-cli --tls (verifying the certificate) sets
@@ -23,12 +24,9 @@ func TestTLSRedisClients(t *testing.T) {
 		}
 		t.Skip("redis-cli is not installed")
 	}
-	ca, err := testcert.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key, err := ca.WriteFiles(t.TempDir())
-	if err != nil {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := tlsutil.WriteSelfSigned(cert, key); err != nil {
 		t.Fatal(err)
 	}
 	addr, stop := startCommand(t, "-addr", "127.0.0.1:0", "-tls-cert", cert, "-tls-key", key)

@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sluicenet/sluice/internal/testcert"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
 // TestCaptureHello: the replayed bytes are one TLS handshake record
@@ -26,11 +26,11 @@ func TestCaptureHello(t *testing.T) {
 // TestReplayedHelloAnswered: a TLS server answers the replayed
 // ClientHello with its first flight, as the flood counts it.
 func TestReplayedHelloAnswered(t *testing.T) {
-	ca, err := testcert.New()
+	cert, _, err := tlsutil.SelfSigned()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.Cert}})
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +66,11 @@ func TestReplayedHelloAnswered(t *testing.T) {
 // TestModes: against a TLS echo server, the echo counts every frame,
 // handshakes resume from their tickets, and cpuTime reads this process.
 func TestModes(t *testing.T) {
-	ca, err := testcert.New()
+	cert, pool, err := tlsutil.SelfSigned()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.Cert}})
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestModes(t *testing.T) {
 	}()
 	frame := binary.BigEndian.AppendUint32(nil, 64)
 	frame = append(frame, make([]byte, 64)...)
-	cfg := &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1", ClientSessionCache: tls.NewLRUClientSessionCache(1)}
+	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", ClientSessionCache: tls.NewLRUClientSessionCache(1)}
 	for i := range 2 {
 		did, err := handshakeOnce(ln.Addr().String(), cfg, frame)
 		if err != nil || did != (i == 1) {
