@@ -113,6 +113,18 @@ func TestSluiceloadUsage(t *testing.T) {
 	if !strings.Contains(errOut.String(), "-codec") {
 		t.Fatalf("no usage on stderr:\n%s", errOut.String())
 	}
+	// lab/tls-compare.sh runs only generators whose usage lists these.
+	listed := map[string]bool{}
+	for _, line := range strings.Split(errOut.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(line, "  -") {
+			listed[f[0]] = true
+		}
+	}
+	for _, flag := range []string{"-tls", "-tls-ca", "-tls-insecure", "-tls-resume", "-handshakes"} {
+		if !listed[flag] {
+			t.Errorf("usage lacks %s", flag)
+		}
+	}
 	if err := loadcmd.Run(context.Background(), "sluiceload", []string{"-codec", "varint"}, &out, &errOut); !errors.Is(err, bench.ErrInvalidConfig) {
 		t.Fatalf("unknown codec: %v", err)
 	}

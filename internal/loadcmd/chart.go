@@ -49,11 +49,23 @@ func writeChartFile(path string, res *bench.LoadResult) error {
 // WriteLatencyChart writes res's latency by percentile as an SVG: the HDR
 // histogram's value at each percentile (y, µs from 0), on a log axis of
 // nines (x: 0%, 90%, 99%, ... 99.999%), with the run's shape in the title.
+// A handshake-mode result is charted by its handshakes' latency.
 func WriteLatencyChart(w io.Writer, res *bench.LoadResult) error {
-	if res.HistogramV2 == "" {
+	cfg := &res.Config
+	enc := res.HistogramV2
+	title := fmt.Sprintf("%s loop, %s, %d conns × %d in flight × %s B: %.0f msg/s",
+		res.Mode, cfg.Codec, cfg.Conns, cfg.InFlight, cfg.Size, res.MsgsPerSec)
+	if res.Mode == "handshakes" {
+		// The handshake mode's subject is the handshake's latency, not its
+		// one request's.
+		enc = res.HandshakeHistogramV2
+		title = fmt.Sprintf("handshakes, %s, %d workers: %.0f handshakes/s, %.0f%% resumed",
+			cfg.Codec, cfg.Conns, res.HandshakesPerSec, 100*res.ResumedShare)
+	}
+	if enc == "" {
 		return errNoHistogram
 	}
-	h, err := hdrhistogram.Decode([]byte(res.HistogramV2))
+	h, err := hdrhistogram.Decode([]byte(enc))
 	if err != nil {
 		return fmt.Errorf("sluice: load: histogram: %w", err)
 	}
@@ -65,9 +77,6 @@ func WriteLatencyChart(w io.Writer, res *bench.LoadResult) error {
 		x := float64(i) / pointsPerNine // nines: p = 1 - 10^-x
 		ys = append(ys, float64(h.ValueAtPercentile(100*(1-math.Pow(10, -x))))/1e3)
 	}
-	cfg := &res.Config
-	title := fmt.Sprintf("%s loop, %s, %d conns × %d in flight × %s B: %.0f msg/s",
-		res.Mode, cfg.Codec, cfg.Conns, cfg.InFlight, cfg.Size, res.MsgsPerSec)
 	return writeSVG(w, title, ys)
 }
 

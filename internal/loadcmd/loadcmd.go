@@ -15,6 +15,8 @@ package loadcmd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -53,6 +55,16 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	timeout := fs.Duration("timeout", bench.DefaultResponseTimeout, "response timeout (a connection whose oldest request waits longer is closed)")
 	serverPID := fs.Int("server-pid", 0, "server process to read CPU time, system calls and memory of (0: none)")
 	cpus := fs.String("cpus", "", `pin this process to these CPUs ("1" or "2,3"; empty: no pinning)`)
+	useTLS := fs.Bool("tls", false, "speak TLS 1.3 (crypto/tls), verifying the server with -tls-ca or, with -tls-insecure, not at all. "+
+		"TLS connections are goroutines, a reader and a writer each, not the epoll loops, so the generator costs more per message; "+
+		"the closed and open loops, checks and report are the same. Not with -workers (it sizes the epoll loops)")
+	tlsCA := fs.String("tls-ca", "", "with -tls: PEM file of the certificates that verify the server's, for the host of -addr")
+	tlsInsecure := fs.Bool("tls-insecure", false, "with -tls: do not verify the server's certificate")
+	tlsResume := fs.Bool("tls-resume", false, "with -tls: keep a session cache, so that new connections resume sessions from the server's tickets "+
+		"(the handshakes of -handshakes; the loops dial only at the start)")
+	handshakes := fs.Bool("handshakes", false, "with -tls: measure handshakes: for -duration, each of -conns workers dials, handshakes (resumed with -tls-resume), "+
+		"sends one -size request, checks the answer and closes, again and again; reports handshakes/s, the share resumed, failures by reason and "+
+		"the handshake's latency (dial to handshake done). Not with -rate or -inflight above 1")
 	jsonOut := fs.Bool("json", false, "print the result as JSON on stdout and no progress line")
 	svg := fs.String("svg", "", "write the latency-by-percentile chart (HDR histogram) to this SVG file")
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +79,10 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 		return ErrUsage
 	}
 
+	tlsCfg, err := tlsConfig(*useTLS, *tlsCA, *tlsInsecure, *tlsResume, *handshakes, *conns)
+	if err != nil {
+		return err
+	}
 	c, err := bench.ParseCodec(*codec)
 	if err != nil {
 		return err
@@ -87,6 +103,7 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	cfg := bench.LoadConfig{
 		Addr: *addr, LocalAddr: *local, Codec: c, Conns: *conns, InFlight: *inflight, Size: sz, RatePerSec: *rate,
 		Warmup: *warmup, Duration: *duration, Workers: *workers, ResponseTimeout: *timeout, ServerPID: *serverPID,
+		TLS: tlsCfg, Handshakes: *handshakes,
 	}
 	if f, ok := stderr.(*os.File); ok && !*jsonOut && procstat.IsTerminal(f) {
 		cfg.Progress = stderr
@@ -110,6 +127,46 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	}
 	_, _ = fmt.Fprint(stdout, bench.FormatLoadResult(res))
 	return err
+}
+
+// tlsConfig returns the generator's TLS configuration for the -tls flags:
+// nil without -tls, else TLS 1.3 that verifies the server with the
+// certificates in caFile, or, with insecure, does not verify it, and that
+// caches sessions with resume.
+func tlsConfig(on bool, caFile string, insecure, resume, handshakes bool, conns int) (*tls.Config, error) {
+	if !on {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"-tls-ca", caFile != ""}, {"-tls-insecure", insecure}, {"-tls-resume", resume}, {"-handshakes", handshakes}} {
+			if f.set {
+				return nil, fmt.Errorf("%w: %s needs -tls", bench.ErrInvalidConfig, f.name)
+			}
+		}
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13}
+	switch {
+	case caFile != "" && insecure:
+		return nil, fmt.Errorf("%w: -tls-ca and -tls-insecure: verify the server or do not, not both", bench.ErrInvalidConfig)
+	case insecure:
+		cfg.InsecureSkipVerify = true
+	case caFile == "":
+		return nil, fmt.Errorf("%w: -tls needs -tls-ca FILE to verify the server, or -tls-insecure not to", bench.ErrInvalidConfig)
+	default:
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("-tls-ca: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%w: -tls-ca %s holds no PEM certificate", bench.ErrInvalidConfig, caFile)
+		}
+	}
+	if resume {
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(max(conns, 1))
+	}
+	return cfg, nil
 }
 
 // Main runs Run with the process's standard output and error until it
