@@ -57,15 +57,16 @@ const asyncCopyBytes = 2 << 10
 
 // queueAsync queues on the loop a message another goroutine booked: the
 // booking is released and the message queued whatever the budgets say
-// now, because its writer was told it was taken. It returns ErrClosed
-// (the caller releases seg) if c is closing.
+// now, because its writer was told it was taken; a graceful close that
+// began after the booking (a shutdown's drain) flushes it with the rest.
+// It returns ErrClosed (the caller releases seg) if c is closed.
 //
 // The booking is released only after the occupancy that now holds the
 // message is published: released first, a writer in between would see
 // neither and could book past the budget.
 func (c *Conn) queueAsync(seg ioflush.Segment) error {
 	n := len(seg.Buf)
-	if c.closing != nil || c.flags&fClosed != 0 {
+	if c.flags&fClosed != 0 {
 		c.unreserve(n)
 		return ErrClosed
 	}
