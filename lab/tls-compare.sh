@@ -217,6 +217,12 @@ notes = []
 for k in ("dropped", "unfinished", "conns_lost"):
     if r.get(k):
         notes.append("%s %s" % (k, r[k]))
+if r.get("tls_version"):
+    notes.append("%s %s" % (r["tls_version"], r.get("tls_cipher_suite", "")))
+if r.get("mode") == "handshakes":
+    notes.append("resumed %.1f%%" % (100 * (r.get("resumed_share") or 0)))
+if r.get("handshake_failures"):
+    notes.append("handshake failures %s" % json.dumps(r["handshake_failures"], sort_keys=True))
 if r.get("errors"):
     notes.append("errors %s" % json.dumps(r["errors"], sort_keys=True))
 if r.get("first_error"):
