@@ -255,12 +255,20 @@ type Config struct {
 	// (a handshake waiting for its peer holds none). Default GOMAXPROCS/4,
 	// at least 1.
 	HandshakeCPUs int
+	// HandshakeShare bounds the share of the loops' time TLS handshakes
+	// take while the loops have established traffic to serve: a
+	// handshake's computing that overlaps a loop with work is charged to a
+	// budget refilled at this share of wall time per loop, and handshakes
+	// wait for it; computing no loop wanted the core for is free
+	// (docs/TLS.md#the-loops-share). Default 0.02; 1 turns the bound off.
+	HandshakeShare float64
 }
 
-// TLS defaults (Config.TLSHandshakeTimeout, MaxHandshakes).
+// TLS defaults (Config.TLSHandshakeTimeout, MaxHandshakes, HandshakeShare).
 const (
 	DefaultTLSHandshakeTimeout = 10 * time.Second
 	DefaultMaxHandshakes       = 256
+	DefaultHandshakeShare      = 0.02
 )
 
 // limits of Validate.
@@ -310,6 +318,7 @@ func (cfg Config) withDefaults() Config {
 		setDefault(&c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
 		setDefault(&c.MaxHandshakes, DefaultMaxHandshakes)
 		setDefault(&c.HandshakeCPUs, max(1, runtime.GOMAXPROCS(0)/4))
+		setDefault(&c.HandshakeShare, DefaultHandshakeShare)
 	}
 	return c
 }
@@ -359,6 +368,8 @@ func (cfg Config) Validate() error {
 		return bad("MaxHandshakes", c.MaxHandshakes, "must not be negative")
 	case c.HandshakeCPUs < 0:
 		return bad("HandshakeCPUs", c.HandshakeCPUs, "must not be negative")
+	case c.HandshakeShare < 0 || c.HandshakeShare > 1 || c.HandshakeShare != c.HandshakeShare:
+		return bad("HandshakeShare", c.HandshakeShare, "must be within 0 and 1")
 	case c.TLS != nil && len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil:
 		return bad("TLS", "config", "needs Certificates, GetCertificate or GetConfigForClient")
 	case c.Accept > AcceptExclusive:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -61,6 +62,10 @@ func TestConfigValidate(t *testing.T) {
 		{Config{AcceptRetryDelay: -time.Second}, "AcceptRetryDelay"},
 		{Config{DrainTimeout: -time.Second}, "DrainTimeout"},
 		{Config{InboxTasks: -1}, "InboxTasks"},
+		{Config{HandshakeShare: 0.5}, ""},
+		{Config{HandshakeShare: -0.1}, "HandshakeShare"},
+		{Config{HandshakeShare: 1.5}, "HandshakeShare"},
+		{Config{HandshakeShare: math.NaN()}, "HandshakeShare"},
 	}
 	for i, tt := range tests {
 		err := tt.cfg.Validate()

@@ -88,6 +88,7 @@ func New(cfg Config, h Handler) (*Engine, error) {
 	e.chooseBackend()
 	if e.cfg.TLS != nil {
 		e.tls.cpu = make(chan struct{}, e.cfg.HandshakeCPUs)
+		e.tls.initShare(e.cfg.HandshakeShare, e.cfg.Loops)
 	}
 	if e.cfg.Pool.Handler != nil {
 		p, err := newPool(e)

@@ -38,6 +38,9 @@ type loop struct {
 	buf     []byte // the loop's read buffer
 	// TLS scratch (tls.go): ciphertext read, plaintext staged for sealing
 	tlsIn, tlsStage, tlsOut []byte
+	tlsReads, tlsEstReads   uint64      // TLS reads, and those of established connections (noteEstablished)
+	tlsPub                  [2]uint64   // the two at the last publication
+	tlsPubAt                int64       // when it last published
 	pools                   bufferPools // output chunks, out-queues, input buffers, scratch (buffers.go)
 
 	lis listener // the listening socket and its part in the gate (gate.go)
@@ -407,6 +410,9 @@ func (l *loop) controlPhase() {
 		QueuedBytes:  int64(l.bp.outBytes + l.bp.inBytes),
 	}, l.lis.nextSample)
 	l.armTimerfd(stageAt)
+	if l.e.cfg.TLS != nil {
+		l.noteEstablished(end)
+	}
 	l.publish()
 	if l.draining && l.nconns == 0 {
 		l.exiting = true

@@ -287,11 +287,14 @@ type Stats struct {
 	QueuedInBytes  int64 // unparsed input bytes kept now
 
 	// TLS (Config.TLS): handshakes in progress now, completed, of which
-	// resumed a session, and failed by HandshakeFailure.
+	// resumed a session, and failed by HandshakeFailure; the time
+	// handshakes waited for their share of the loops (HandshakeShare),
+	// summed over handshakes.
 	TLSHandshaking       int64
 	TLSHandshakes        uint64
 	TLSResumed           uint64
 	TLSHandshakeFailures [NumHandshakeFailures]uint64
+	TLSShareWait         time.Duration
 
 	// Admission is the admission snapshot: refusals by reason, the
 	// listener's accept queue, the worker pool and the policy's gate.

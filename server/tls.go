@@ -133,6 +133,7 @@ type connTLS struct {
 	hsCancel context.CancelFunc
 
 	tenant []byte // the verified client certificate's tenant key (TenantByClientCert)
+	since  int64  // engine clock when the handshake completed
 }
 
 // TenantByClientCert is an AdmissionPolicy.Classify function that makes a
@@ -191,8 +192,10 @@ func (*wouldBlock) Temporary() bool { return true }
 // crypto/tls writes to wout, for the loop to write.
 type tlsPipe struct {
 	f      *os.File // the handshake's fd; nil once established
-	cpu    chan struct{}
+	e      *Engine  // its CPU tokens and share (tls_share.go)
 	held   bool
+	busy   bool  // a loop had work when the step that holds the token began
+	stepAt int64 // engine clock when it began
 	ctx    context.Context
 	local  net.Addr
 	remote net.Addr
@@ -280,9 +283,14 @@ func (p *tlsPipe) acquire() error {
 	if p.held {
 		return nil
 	}
+	if err := p.e.waitShare(p.ctx); err != nil {
+		return err
+	}
 	select {
-	case p.cpu <- struct{}{}:
+	case p.e.tls.cpu <- struct{}{}:
 		p.held = true
+		p.stepAt = p.e.clock()
+		p.busy = p.e.sharing(p.stepAt) && p.e.loopsBusy()
 		return nil
 	case <-p.ctx.Done():
 		return p.ctx.Err()
@@ -291,7 +299,8 @@ func (p *tlsPipe) acquire() error {
 
 func (p *tlsPipe) release() {
 	if p.held {
-		<-p.cpu
+		p.e.chargeShare(p.stepAt, p.busy)
+		<-p.e.tls.cpu
 		p.held = false
 	}
 }
@@ -319,13 +328,17 @@ func (p *tlsPipe) SetWriteDeadline(time.Time) error { return nil }
 
 // tlsEngine is the engine's TLS part: the handshake bounds and counters.
 type tlsEngine struct {
-	active   atomic.Int64 // handshakes in progress
-	cpu      chan struct{}
-	done     atomic.Uint64 // handshakes completed
-	resumed  atomic.Uint64 // of which resumed a session
-	failures [NumHandshakeFailures]atomic.Uint64
-	lastLog  atomic.Int64 // engine clock of the last failure logged
-	unlogged atomic.Uint64
+	active    atomic.Int64 // handshakes in progress
+	cpu       chan struct{}
+	share     hsShare       // handshake time overlapping the loops' work (tls_share.go)
+	estAt     atomic.Int64  // engine clock when a loop last read established connections
+	estShare  atomic.Uint64 // math.Float64bits: their share of its TLS reads then
+	shareWait atomic.Int64  // nanoseconds handshakes waited for the share
+	done      atomic.Uint64 // handshakes completed
+	resumed   atomic.Uint64 // of which resumed a session
+	failures  [NumHandshakeFailures]atomic.Uint64
+	lastLog   atomic.Int64 // engine clock of the last failure logged
+	unlogged  atomic.Uint64
 }
 
 // sockaddrAddr converts a getsockname result to a net.Addr.
@@ -353,7 +366,7 @@ func (l *loop) startHandshake(c *Conn) {
 	c.tls = &connTLS{}
 	p := &c.tls.pipe
 	p.f = os.NewFile(uintptr(dup), "tls")
-	p.cpu = t.cpu
+	p.e = e
 	p.remote = c.RemoteAddr()
 	c.tls.tc = tls.Server(p, e.cfg.TLS)
 	if t.active.Add(1) >= int64(e.cfg.MaxHandshakes) {
@@ -429,6 +442,7 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 		l.e.tls.resumed.Add(1)
 	}
 	c.flags &^= fHandshake
+	t.since = l.now
 	t.hsFile, t.hsCancel = nil, nil
 	// what the handshake read past its last record stays with c; crypto/tls
 	// may hold whole records read with the handshake's
@@ -474,6 +488,10 @@ func (l *loop) handshakeFailed(c *Conn, he *HandshakeError) {
 // only a partial record is kept with c between reads (pipe.keep).
 func (l *loop) tlsRead(c *Conn, dst []byte) (int, errno) {
 	t := c.tls
+	l.tlsReads++
+	if l.now-t.since >= estWindow {
+		l.tlsEstReads++ // established traffic, which the handshakes' share protects
+	}
 	p := &t.pipe
 	p.buf, p.off, p.end = append(l.tlsIn[:0], p.keep...), 0, 0
 	if p.keep != nil {
@@ -730,6 +748,7 @@ func (e *Engine) tlsStats(s *Stats) {
 	s.TLSHandshaking = t.active.Load()
 	s.TLSHandshakes = t.done.Load()
 	s.TLSResumed = t.resumed.Load()
+	s.TLSShareWait = time.Duration(t.shareWait.Load())
 	for i := range s.TLSHandshakeFailures {
 		s.TLSHandshakeFailures[i] = t.failures[i].Load()
 	}

@@ -77,6 +77,7 @@ func run(args []string) error {
 	tlsKey := fs.String("tls-key", "", "PEM private key file of -tls-cert")
 	fs.DurationVar(&cfg.TLSHandshakeTimeout, "tls-handshake-timeout", 0, "close TLS connections whose handshake takes this long (0: default 10s)")
 	fs.IntVar(&cfg.MaxHandshakes, "max-handshakes", 0, "TLS handshakes in progress before the listen gate closes (0: default 256)")
+	fs.Float64Var(&cfg.HandshakeShare, "handshake-share", 0, "share of the loops' time TLS handshakes may take while established connections have work, 0 to 1 (0: the default; 1: no bound)")
 	printStats := fs.Bool("print-stats", false, "print the engine's counters as JSON on stderr after shutdown")
 	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
 	var ov overloadFlags

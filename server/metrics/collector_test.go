@@ -22,7 +22,7 @@ func scripted() server.Stats {
 	s := server.Stats{
 		Loops: 2, ConnsOpen: 7, GateOpen: true, GateTransitions: 4, InboxFull: 3,
 		Accepted: 100, AcceptErrors: 2, AcceptPauses: 5,
-		TLSHandshaking: 3, TLSHandshakes: 90, TLSResumed: 40,
+		TLSHandshaking: 3, TLSHandshakes: 90, TLSResumed: 40, TLSShareWait: 1500 * time.Millisecond,
 		TLSHandshakeFailures: [server.NumHandshakeFailures]uint64{server.HandshakeTimeout: 6, server.HandshakeBadCertificate: 2},
 		Reads:                1000, BytesIn: 65536, Frames: 900, ReadBudgetSpent: 11,
 		Flushes: 800, BytesOut: 60000, OutArms: 12, FlushBudgetSpent: 13, EarlySubmits: 43,
@@ -228,6 +228,7 @@ func TestEngineMetricsValues(t *testing.T) {
 		{"sluice_tls_handshakes_in_progress", gau, 3},
 		{"sluice_tls_handshakes_total", ctr, 90},
 		{"sluice_tls_resumed_total", ctr, 40},
+		{"sluice_tls_handshake_share_wait_seconds_total", ctr, 1.5},
 	}
 	for i, w := range want {
 		mf := fams[w.name]

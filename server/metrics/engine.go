@@ -39,6 +39,8 @@ var engineMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.TLSHandshakes) }},
 	{"sluice_tls_resumed_total", "TLS handshakes completed that resumed a session (a ticket); divided by sluice_tls_handshakes_total, the resumption rate.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.TLSResumed) }},
+	{"sluice_tls_handshake_share_wait_seconds_total", "Time TLS handshakes waited for their share of the loops (HandshakeShare) while established connections had work, summed over handshakes.", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return s.TLSShareWait.Seconds() }},
 
 	// read side
 	{"sluice_reads_total", "read(2) calls that returned data.", prometheus.CounterValue,

@@ -94,6 +94,16 @@ func (d *Dispatcher) Park() (int, error) {
 	return d.ep.Park()
 }
 
+// Pending reports, from any goroutine, whether the loop has events it has
+// not collected. On io_uring, whose completions may wait in the kernel
+// until the loop's thread enters it, it is always true.
+func (d *Dispatcher) Pending() bool {
+	if d.ur != nil {
+		return true
+	}
+	return d.ep.Pending()
+}
+
 func (d *Dispatcher) Event(i int) (fd int, tag uint32, ev Events) {
 	if d.ur != nil {
 		return d.ur.Event(i)

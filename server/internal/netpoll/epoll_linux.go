@@ -3,6 +3,7 @@ package netpoll
 import (
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -29,7 +30,8 @@ type Epoll struct {
 	epfd    int
 	timerfd int
 	wakefd  int
-	opened  bool // the fds above are valid or -1 (the zero poller holds none)
+	opened  bool         // the fds above are valid or -1 (the zero poller holds none)
+	pend    atomic.Int32 // epfd+1 for Pending from other goroutines; 0: closed
 	events  []unix.EpollEvent
 
 	// pk parks the loop on a duplicate of epfd registered with Go's
@@ -46,6 +48,7 @@ func (p *Epoll) Open(maxEvents int) error {
 		p.epfd = -1
 		return os.NewSyscallError("epoll_create1", err)
 	}
+	p.pend.Store(int32(p.epfd) + 1)
 	if p.timerfd, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC); err != nil {
 		p.timerfd = -1
 		p.Close()
@@ -154,6 +157,20 @@ func (p *Epoll) openPark() error {
 	return p.pk.open(fd, "sluice-epoll", func() (int, error) { return p.Wait(false) })
 }
 
+// Pending reports whether the set has events the loop has not collected,
+// from any goroutine: poll(2) on the epoll fd, which collects nothing. A
+// set closed meanwhile (its fd number reused) at worst gives a wrong
+// answer, which only the TLS handshakes' share reads (server/tls_share.go).
+func (p *Epoll) Pending() bool {
+	fd := p.pend.Load() - 1
+	if fd < 0 {
+		return false
+	}
+	pfd := [1]unix.PollFd{{Fd: fd, Events: unix.POLLIN}}
+	n, err := unix.Poll(pfd[:], 0)
+	return err == nil && n > 0 && pfd[0].Revents&unix.POLLIN != 0
+}
+
 // Event returns the i-th event of the last Wait.
 func (p *Epoll) Event(i int) (fd int, tag uint32, ev Events) {
 	e := &p.events[i]
@@ -199,6 +216,7 @@ func (p *Epoll) Close() {
 		return
 	}
 	p.opened = false
+	p.pend.Store(0)
 	p.pk.close()
 	for _, fd := range []*int{&p.wakefd, &p.timerfd, &p.epfd} {
 		if *fd >= 0 {

@@ -129,3 +129,47 @@ func TestEdgeShortReadFIN(t *testing.T) {
 		t.Fatalf("second read = %d, %v: want end of file", n, en)
 	}
 }
+
+// TestEpollPending: Pending sees events the loop has not collected,
+// without collecting them (a second Pending still sees them, and Wait
+// reports them); after Wait they are gone; a closed poller has none.
+func TestEpollPending(t *testing.T) {
+	var p Epoll
+	if err := p.Open(16); err != nil {
+		t.Fatal(err)
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	if err := p.Add(fds[0], In|Edge, 7); err != nil {
+		t.Fatal(err)
+	}
+	if p.Pending() {
+		t.Fatal("Pending before any event")
+	}
+	unix.Write(fds[1], []byte("x"))
+	for i := range 2 {
+		if !p.Pending() {
+			t.Fatalf("Pending %d did not see a readable pipe", i+1)
+		}
+	}
+	n, err := p.Wait(false)
+	if err != nil || n != 1 {
+		t.Fatalf("Wait after Pending = %d, %v; want the pipe's event", n, err)
+	}
+	if p.Pending() {
+		t.Error("Pending after Wait collected the edge-triggered event")
+	}
+	unix.Write(fds[1], []byte("y"))
+	p.Close()
+	if p.Pending() {
+		t.Error("Pending on a closed poller")
+	}
+	var zero Epoll
+	if zero.Pending() {
+		t.Error("Pending on an unopened poller")
+	}
+}

@@ -36,6 +36,7 @@ func (p *Epoll) Forget(fd int)                               {}
 func (p *Epoll) Wait(block bool) (int, error)                { return 0, errUnsupported }
 func (p *Epoll) Park() (int, error)                          { return 0, errUnsupported }
 func (p *Epoll) Event(i int) (fd int, tag uint32, ev Events) { return -1, 0, 0 }
+func (p *Epoll) Pending() bool                               { return false }
 func (p *Epoll) Wake() error                                 { return errUnsupported }
 func (p *Epoll) ArmTimer(afterNanos int64) error             { return errUnsupported }
 func (p *Epoll) SubmitNow() error                            { return nil }
