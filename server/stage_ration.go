@@ -226,15 +226,19 @@ func (s *stage) isLight(c *Conn) bool {
 // lightConn reports whether a's connection is light: its pace is at least
 // the light gap (or, with no pace yet, this read shows a light one:
 // shed.Pace.LightUnmeasured), and not more than one of its frames was
-// refused since one was admitted. A client that answers each refusal with a new request is
-// paced by the refusals' holds, not by its demand (serving it would
-// quicken it at once), and its reads bring its refused frames in runs; a
-// light one refused once, late in a long turn, stays light.
+// refused since one was admitted. A client that answers each refusal with
+// a new request is paced by the refusals' holds, not by its demand
+// (serving it would quicken it at once), and its reads bring its refused
+// frames in runs; a light one refused once, late in a long turn, stays
+// light. One refused more often is light again by a read that brings a
+// single frame a light gap after the previous read (shed.Pace.LightRead):
+// a hammer's reads bring runs, or come at the holds' pace, which the light
+// gap of a loop it overloads exceeds (docs/OVERLOAD.md#light-connections).
 func (s *stage) lightConn(a *connStage) bool {
-	if a.refusedRun >= lightRefusedRun {
-		return false
-	}
 	gap := s.light.gap(a)
+	if a.refusedRun >= lightRefusedRun {
+		return a.pace.LightRead(s.v.now, gap)
+	}
 	return a.pace.Light(gap) || a.pace.LightUnmeasured(s.v.now, gap)
 }
 

@@ -228,9 +228,22 @@ func TestLightConnections(t *testing.T) {
 		t.Errorf("light pace, one frame refused: cap %v, want L %v", time.Duration(got), time.Duration(L))
 	}
 	la.refusedRun = 2
+	saved := la.pace
+	la.pace.Read(l.now - ms) // this read 1 ms after the previous: its pace is not shown light
 	if got, _ := s.delayCap(light, admission.PriorityNormal); got != c {
-		t.Errorf("light pace, two frames refused: cap %v, want C %v", time.Duration(got), time.Duration(c))
+		t.Errorf("light pace, two frames refused, a read 1 ms after the last: cap %v, want C %v", time.Duration(got), time.Duration(c))
 	}
+	gap := s.light.gap(la)
+	la.pace.Read(l.now - gap) // a light gap after the previous read, and its only frame: light again
+	la.pace.Frame()
+	if got, _ := s.delayCap(light, admission.PriorityNormal); got != L {
+		t.Errorf("two frames refused, then a read of one frame a light gap (%v) later: cap %v, want L %v", time.Duration(gap), time.Duration(got), time.Duration(L))
+	}
+	la.pace.Frame() // a second frame in that read: a run
+	if got, _ := s.delayCap(light, admission.PriorityNormal); got != c {
+		t.Errorf("two frames refused, then a read of two frames: cap %v, want C %v", time.Duration(got), time.Duration(c))
+	}
+	la.pace = saved
 	la.refusedRun = 0
 	// Bytes waiting longer than C, not than L: the light one is read, the
 	// dense one held (the loop rations).

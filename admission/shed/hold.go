@@ -116,3 +116,10 @@ func (p *Pace) Light(gap int64) bool { return gap > 0 && p.gap >= gap }
 func (p *Pace) LightUnmeasured(now, gap int64) bool {
 	return gap > 0 && p.gap == 0 && p.frames <= 1 && (p.readAt == 0 || now-p.readAt >= gap)
 }
+
+// LightRead reports whether the frame just counted is the only one of its
+// read and comes at least gap (LightGap) after the previous read: whatever
+// the average says, this read shows a light pace.
+func (p *Pace) LightRead(now, gap int64) bool {
+	return gap > 0 && p.frames <= 1 && p.readAt != 0 && now-p.readAt >= gap
+}

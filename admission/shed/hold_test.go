@@ -121,6 +121,33 @@ func TestLightUnmeasured(t *testing.T) {
 	}
 }
 
+// TestLightRead: a read's only frame a light gap or more after the
+// previous read shows a light pace, measured pace or not; a read sooner,
+// a second frame, the first read (nothing to measure from) or no light gap
+// does not.
+func TestLightRead(t *testing.T) {
+	ms := int64(time.Millisecond)
+	var p Pace
+	p.Frame()
+	if p.LightRead(100*ms, 10*ms) {
+		t.Fatal("the first read judged by a gap it does not have")
+	}
+	p.Read(100 * ms)
+	p.Frame()
+	p.Read(101 * ms) // a measured pace of 1 ms
+	p.Frame()
+	if !p.LightRead(111*ms, 10*ms) || !p.LightRead(110*ms, 9*ms) || p.LightRead(110*ms, 0) {
+		t.Fatal("one frame 10 ms after the last read: want light for a 10 ms gap, not without a gap")
+	}
+	if p.LightRead(105*ms, 10*ms) {
+		t.Fatal("one frame 4 ms after the last read judged light for a 10 ms gap")
+	}
+	p.Frame()
+	if p.LightRead(200*ms, 10*ms) {
+		t.Fatal("a read of two frames judged light")
+	}
+}
+
 // TestPredictedLong: frames ahead and one in service, over the workers,
 // plus its own service, against the limit; an empty queue takes a frame.
 func TestPredictedLong(t *testing.T) {
