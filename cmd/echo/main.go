@@ -42,6 +42,7 @@ import (
 	"github.com/sluicenet/sluice/server"
 	"github.com/sluicenet/sluice/server/admin"
 	"github.com/sluicenet/sluice/server/metrics"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
 // codecHTTP selects the HTTP/1.1 server of package httpecho.
@@ -73,7 +74,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.FlushBudgetBytes, "flush-budget", 0, "bytes written per connection per flush (0: default)")
 	fs.IntVar(&cfg.SocketSendBufferBytes, "so-sndbuf", 0, "SO_SNDBUF of accepted connections, bytes: caps what the kernel holds per connection for a peer that does not read (0: the kernel's autotuning)")
 	fs.IntVar(&cfg.SocketRecvBufferBytes, "so-rcvbuf", 0, "SO_RCVBUF of accepted connections, bytes (0: the kernel's autotuning)")
-	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) file: serve TLS 1.3 and 1.2 with it and -tls-key (empty: plaintext)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) file: serve TLS 1.3 and 1.2 with it and -tls-key, loaded again on SIGHUP (empty: plaintext)")
 	tlsKey := fs.String("tls-key", "", "PEM private key file of -tls-cert")
 	fs.DurationVar(&cfg.TLSHandshakeTimeout, "tls-handshake-timeout", 0, "close TLS connections whose handshake takes this long (0: default 10s)")
 	fs.IntVar(&cfg.MaxHandshakes, "max-handshakes", 0, "TLS handshakes in progress before the listen gate closes (0: default 256)")
@@ -109,7 +110,8 @@ func run(args []string) error {
 	if *codecName == codecHTTP {
 		alpn = []string{"http/1.1"}
 	}
-	if cfg.TLS, err = cmdutil.TLSConfig(*tlsCert, *tlsKey, alpn...); err != nil {
+	var certs *tlsutil.Reloader
+	if cfg.TLS, certs, err = cmdutil.TLSConfig(*tlsCert, *tlsKey, alpn...); err != nil {
 		return err
 	}
 	var handler server.Handler = echoHandler{}
@@ -144,6 +146,7 @@ func run(args []string) error {
 	if err := e.Start(); err != nil {
 		return err
 	}
+	cmdutil.ReloadOnHUP(ctx, certs, cfg.Logger)
 	stopAdmin, err := cmdutil.StartAdmin(ctx, *adminAddr, admin.Config{Stats: e, Logger: cfg.Logger, Metrics: metrics.Options{Logs: logh, Admission: admSource}})
 	if err != nil {
 		_ = e.Shutdown(context.Background())

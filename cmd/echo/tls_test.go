@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,6 +149,57 @@ func TestTLSCurl(t *testing.T) {
 	out, err = exec.CommandContext(ctx, curl, "-sS", "--cacert", cert, "--resolve", resolve, "--data-binary", "ping over tls", base+"/echo").CombinedOutput()
 	if err != nil || string(out) != "ping over tls" {
 		t.Errorf("curl /echo: %v\n%q", err, out)
+	}
+	c.stop(t)
+}
+
+// TestTLSReloadOnHUP: on SIGHUP the command serves the pair now in the
+// files to the next handshakes; a pair that does not load is logged and
+// the previous one stays.
+func TestTLSReloadOnHUP(t *testing.T) {
+	cert, key := certFiles(t)
+	c := startCommand(t, "-addr", "127.0.0.1:0", "-codec", "line", "-tls-cert", cert, "-tls-key", key)
+	leaf := func() []byte {
+		t.Helper()
+		conn, err := tls.Dial("tcp", c.addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Raw
+	}
+	waitLog := func(want string) {
+		t.Helper()
+		for end := time.Now().Add(20 * time.Second); !strings.Contains(c.errText(), want); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("no %q in the command's log: %s", want, c.errText())
+			}
+		}
+	}
+	first := leaf()
+	if err := tlsutil.WriteSelfSigned(cert, key, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(leaf(), first) {
+		t.Fatal("a new pair served before SIGHUP")
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("tls certificate reloaded")
+	second := leaf()
+	if bytes.Equal(second, first) {
+		t.Fatal("the old pair still served after SIGHUP and its reload")
+	}
+	if err := os.WriteFile(cert, []byte("not a certificate"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog("reload failed")
+	if !bytes.Equal(leaf(), second) {
+		t.Error("a failed reload changed the pair served")
 	}
 	c.stop(t)
 }

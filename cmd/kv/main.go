@@ -34,6 +34,7 @@ import (
 	"github.com/sluicenet/sluice/internal/kv"
 	"github.com/sluicenet/sluice/server/admin"
 	"github.com/sluicenet/sluice/server/metrics"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
 func main() {
@@ -65,7 +66,7 @@ func run(args []string) error {
 	fs.IntVar(&o.Workers, "workers", 0, "envelope: worker pool size (0: 8)")
 	fs.IntVar(&o.QueueLen, "worker-queue", 0, "envelope: worker queue length (0: 256)")
 	fs.DurationVar(&o.MaxQueueWait, "max-queue-wait", 0, "envelope: shed requests that waited this long for a worker (0: 250ms)")
-	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) file: serve TLS 1.3 and 1.2 with it and -tls-key (redis-cli --tls; empty: plaintext)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) file: serve TLS 1.3 and 1.2 with it and -tls-key, loaded again on SIGHUP (redis-cli --tls; empty: plaintext)")
 	tlsKey := fs.String("tls-key", "", "PEM private key file of -tls-cert")
 	adminAddr := fs.String("admin-addr", "", "serve /metrics, /healthz, /readyz, /debug/pprof/ and /debug/sluice on this address, e.g. 127.0.0.1:9100 (empty: off)")
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +79,8 @@ func run(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
-	if o.Engine.TLS, err = cmdutil.TLSConfig(*tlsCert, *tlsKey); err != nil {
+	var certs *tlsutil.Reloader
+	if o.Engine.TLS, certs, err = cmdutil.TLSConfig(*tlsCert, *tlsKey); err != nil {
 		return err
 	}
 	if *tenantRate > 0 {
@@ -107,6 +109,7 @@ func run(args []string) error {
 		defer cancel()
 		return s.Shutdown(sctx)
 	}
+	cmdutil.ReloadOnHUP(ctx, certs, o.Logger)
 	stopAdmin, err := cmdutil.StartAdmin(ctx, *adminAddr, admin.Config{Stats: s.Engine, Logger: o.Logger, Metrics: metrics.Options{Logs: logh}})
 	if err != nil {
 		_ = shutdown()

@@ -2,7 +2,7 @@
 // cmd/kv): their logger, text records on stderr rate-limited per message
 // (internal/ratelog), the periodic report of what the limiter dropped, and
 // the optional admin server (server/admin), and the TLS configuration of
-// -tls-cert and -tls-key.
+// -tls-cert and -tls-key, reloaded on SIGHUP.
 //
 // It refuses to parse flags or to own a command's engine: the commands keep
 // their flags, their error texts and their shutdown order.
@@ -15,10 +15,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/sluicenet/sluice/internal/ratelog"
 	"github.com/sluicenet/sluice/server/admin"
+	"github.com/sluicenet/sluice/tlsutil"
 )
 
 // logFlushInterval is how often FlushLogs reports dropped records, and the
@@ -78,17 +81,45 @@ func StartAdmin(ctx context.Context, addr string, cfg admin.Config) (stop func()
 
 // TLSConfig returns the commands' TLS configuration for -tls-cert and
 // -tls-key: nil when both are empty (plaintext), else TLS 1.2 and 1.3 with
-// that PEM pair and the given ALPN protocols.
-func TLSConfig(certFile, keyFile string, alpn ...string) (*tls.Config, error) {
+// that PEM pair and the given ALPN protocols. The pair is served through
+// the returned tlsutil.Reloader, which ReloadOnHUP loads again on SIGHUP,
+// so a renewed certificate needs no restart.
+func TLSConfig(certFile, keyFile string, alpn ...string) (*tls.Config, *tlsutil.Reloader, error) {
 	if certFile == "" && keyFile == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if certFile == "" || keyFile == "" {
-		return nil, errors.New("-tls-cert and -tls-key go together")
+		return nil, nil, errors.New("-tls-cert and -tls-key go together")
 	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	r, err := tlsutil.NewReloader(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+		return nil, nil, fmt.Errorf("-tls-cert/-tls-key: %w", err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: alpn}, nil
+	return &tls.Config{GetCertificate: r.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: alpn}, r, nil
+}
+
+// ReloadOnHUP loads r's pair again on each SIGHUP until ctx ends, and logs
+// the outcome: a pair that does not load leaves the previous one serving.
+// A nil r (plaintext) leaves SIGHUP alone.
+func ReloadOnHUP(ctx context.Context, r *tlsutil.Reloader, lg *slog.Logger) {
+	if r == nil {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+			}
+			if err := r.Reload(); err != nil {
+				lg.Error("sluice: tls certificate reload failed; the previous pair stays", "err", err.Error())
+			} else {
+				lg.Info("sluice: tls certificate reloaded")
+			}
+		}
+	}()
 }
