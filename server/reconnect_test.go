@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/protocol"
 )
 
@@ -160,6 +161,102 @@ func atMostOneBelow(t *testing.T, served *[nine]atomic.Int64, min int64, where s
 	case len(below) > 1:
 		for _, i := range below {
 			t.Errorf("tenant %d: %d of %d frames served %s, want at least %d", i, served[i].Load(), nineFrames, where, min)
+		}
+	}
+}
+
+// TestHammerCritical: critical frames within capacity keep being served
+// beside a hammer, from the hammer's own address (its tenant over its
+// share) and from another: a client sending one critical frame every
+// 20 ms on each (AdmissionPolicy.Classify: frames beginning with 'c') gets
+// at most one of its 50 refused, while the hammer's normal frames are
+// refused.
+func TestHammerCritical(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a hammering client")
+	}
+	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
+	h := newTestHandler()
+	h.frame = func(c *Conn, frame []byte) Action {
+		busyFor(500 * time.Microsecond)
+		c.WriteFrame(frame)
+		return None
+	}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
+		Classify: func(_ *Conn, frame []byte, f *admission.Frame) {
+			if len(frame) > 0 && frame[0] == 'c' {
+				f.Priority = admission.PriorityCritical
+			}
+		}}}, h)
+	hammer := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
+	hammer.SetDeadline(time.Now().Add(60 * time.Second))
+	var sent, served, refused atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		readAnswers(t, "hammer", hammer, &sent, &served, &refused)
+	}()
+	go func() {
+		defer wg.Done()
+		defer doneSending(&sent)
+		batch := bytes.Repeat([]byte("h\n"), 64)
+		for !stop.Load() {
+			if sent.Load()-served.Load()-refused.Load() >= 20_000 {
+				time.Sleep(100 * time.Microsecond)
+				continue
+			}
+			if _, err := hammer.Write(batch); err != nil {
+				t.Error(err)
+				return
+			}
+			sent.Add(int64(len(batch) / 2))
+		}
+	}()
+	for e.Stats().Rejects == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	const frames = 50
+	var critServed [2]atomic.Int64
+	var cw sync.WaitGroup
+	for i, ip := range []net.IP{net.IPv4(127, 0, 0, 2), net.IPv4(127, 0, 0, 3)} {
+		c := dialLine(t, e.Addr().String(), ip)
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		cw.Add(1)
+		go func() {
+			defer cw.Done()
+			next := time.Now()
+			for n := 0; n < frames; n++ {
+				time.Sleep(time.Until(next))
+				next = next.Add(20 * time.Millisecond)
+				if _, err := c.Write([]byte("c\n")); err != nil {
+					t.Error(err)
+					return
+				}
+				line, err := c.r.ReadString('\n')
+				if err != nil {
+					t.Errorf("critical client %d: %v", i, err)
+					return
+				}
+				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
+					critServed[i].Add(1)
+				}
+			}
+		}()
+	}
+	cw.Wait()
+	stop.Store(true)
+	wg.Wait()
+	st := e.Stats().Admission
+	t.Logf("hammer: sent %d, served %d, refused %d; critical served %d and %d of %d (the hammer's address, another); refusals by reason %v, by priority %v",
+		sent.Load()+1<<40, served.Load(), refused.Load(), critServed[0].Load(), critServed[1].Load(), frames, st.Rejects, st.RejectsByPriority)
+	if refused.Load() == 0 {
+		t.Error("the hammer was never refused")
+	}
+	for i := range critServed {
+		if n := critServed[i].Load(); n < frames-1 {
+			t.Errorf("critical client %d: %d of %d frames served beside the hammer, want all but one at most", i, n, frames)
 		}
 	}
 }

@@ -76,6 +76,11 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 	f.IdempotencyKey, f.Op, f.Payload = nil, nil, nil
 	if s.classify != nil {
 		s.classify(c, frame, f)
+		if f.Priority == admission.PriorityCritical {
+			if a := s.of(c); a != nil {
+				a.critical = true
+			}
+		}
 	}
 	v := s.lp.Admit(context.Background(), s.at(s.v.now), f)
 	if !v.Admit {
@@ -105,7 +110,10 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 		if fs := s.fair; fs != nil {
 			fs.Roll(t)
 			slot = shed.Slot(f.Tenant)
-			if fs.Over(slot) {
+			// a tenant over its share loses its lower classes first: its
+			// critical frames answer only to the delay caps
+			// (docs/OVERLOAD.md#fair-shares)
+			if fs.Over(slot) && f.Priority != admission.PriorityCritical {
 				s.refuse(c, frame, admission.ReasonFair, time.Duration(max(fs.Until()-t, s.rejDelay)))
 				return false
 			}

@@ -98,7 +98,7 @@ func (s *stage) hold(a *connStage, since int64) {
 	a.c.flags |= fDeferred
 	a.drainedAt = min(a.drainedAt, since)
 	h := s.ration.Hold()
-	if s.classify != nil {
+	if a.critical {
 		h = min(h, s.rejDelay) // a critical frame sent meanwhile must not wait past L
 	}
 	a.heldUntil = s.v.now + h

@@ -125,9 +125,10 @@ func TestRationedReads(t *testing.T) {
 	}
 }
 
-// TestRationedReadsWithClasses: with Classify a rationed connection is
-// held at most RejectFlushDelay, so that a critical frame sent meanwhile
-// is read before L.
+// TestRationedReadsWithClasses: with Classify a rationed connection that
+// has sent a critical frame is held at most RejectFlushDelay, so that a
+// critical frame sent meanwhile is read before L; one that has not is held
+// for the ration's hold, as without classes.
 func TestRationedReadsWithClasses(t *testing.T) {
 	s, l := rationStage(t, true)
 	c := &Conn{loop: l, fd: 7}
@@ -136,8 +137,17 @@ func TestRationedReadsWithClasses(t *testing.T) {
 	if !readOf(s, c, 4, 4, false) || a.flags&sRationed == 0 {
 		t.Fatal("a read that refused everything did not hold its connection")
 	}
-	if hold := a.heldUntil - l.now; hold > s.rejDelay || hold+s.caps.Short() > s.caps.Long() {
-		t.Fatalf("held %v with classes (RejectFlushDelay %v, L %v)", time.Duration(hold), time.Duration(s.rejDelay), time.Duration(s.caps.Long()))
+	if hold := a.heldUntil - l.now; hold != s.ration.Hold() {
+		t.Fatalf("a connection with no critical frame held %v with classes, want the ration's hold %v", time.Duration(hold), time.Duration(s.ration.Hold()))
+	}
+	cc := &Conn{loop: l, fd: 8}
+	ca := &connStage{drainedAt: l.now, critical: true}
+	s.track(cc, ca)
+	if !readOf(s, cc, 4, 4, false) || ca.flags&sRationed == 0 {
+		t.Fatal("a read that refused everything did not hold its connection")
+	}
+	if hold := ca.heldUntil - l.now; hold > s.rejDelay || hold+s.caps.Short() > s.caps.Long() {
+		t.Fatalf("a connection that sent a critical frame held %v (RejectFlushDelay %v, L %v)", time.Duration(hold), time.Duration(s.rejDelay), time.Duration(s.caps.Long()))
 	}
 }
 

@@ -79,11 +79,12 @@ func (s *stage) deferRead(c *Conn, a *connStage) bool {
 	}
 	a.flags &^= sFresh | sLongPark // (left from a park read before its refusals were written)
 	longPark := s.parksLong() && a.flags&(sLazy|sLong) == sLazy|sLong && a.pace.Sparse()
-	if s.ration.On() && s.classify == nil && !longPark {
+	if s.ration.On() && !a.critical && !longPark {
 		// refusing takes too much of the loop: not read for the ration's
 		// hold rather than RejectFlushDelay (docs/OVERLOAD.md#rationed-reads);
-		// with classes a critical frame among the bytes must not wait past
-		// L, and a long park batches a sparse connection's refusals already
+		// a connection that sent a critical frame is not held, a critical
+		// frame among its bytes must not wait past L, and a long park
+		// batches a sparse connection's refusals already
 		s.hold(a, a.drainedAt)
 		s.st[cSlowReads]++
 		return true
