@@ -26,6 +26,81 @@ const (
 	HammerRefusalMaxWork   = 2 * time.Millisecond
 )
 
+// HammerRefuseShareTarget is the most of a sluice loop's busy time its
+// refused frames may take in a hammer cell (issue 30), judged on the mean
+// of the run's sluice_refuse_share_ratio readings (RefuseShare).
+const HammerRefuseShareTarget = 0.15
+
+// RefuseShareMetric is the sluice server's gauge of the part of a loop's
+// last busy window (at least 100 ms) spent on frames it refused, the
+// largest over the loops, from 0 to 1 (docs/OBSERVABILITY.md).
+const RefuseShareMetric = "sluice_refuse_share_ratio"
+
+// RefuseShareEvery is how often a hammer run reads RefuseShareMetric: the
+// gauge holds one busy window's share, so the run averages readings
+// across its window rather than trusting the last one.
+const RefuseShareEvery = 250 * time.Millisecond
+
+// RefuseShare is what a run read of RefuseShareMetric in its measured
+// window: the Mean and the Max of its Samples, each a busy window's share.
+type RefuseShare struct {
+	Mean    float64 `json:"mean"`
+	Max     float64 `json:"max"`
+	Samples int     `json:"samples"`
+}
+
+// refuseShareOf aggregates readings of RefuseShareMetric (nil for none).
+func refuseShareOf(v []float64) *RefuseShare {
+	if len(v) == 0 {
+		return nil
+	}
+	s := &RefuseShare{Samples: len(v)}
+	for _, x := range v {
+		s.Mean += x
+		s.Max = max(s.Max, x)
+	}
+	s.Mean /= float64(len(v))
+	return s
+}
+
+// promGauge returns the value of the sample named name in a Prometheus
+// text exposition: the largest when several series carry it (as
+// RefuseShareMetric is the largest over the loops), an error when none
+// does or a value does not parse.
+func promGauge(text, name string) (float64, error) {
+	v, found := 0.0, false
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || rest[0] != ' ' && rest[0] != '\t' && rest[0] != '{' {
+			continue // a comment, another metric, or one whose name only starts with name
+		}
+		if rest[0] == '{' {
+			end := strings.LastIndexByte(rest, '}')
+			if end < 0 {
+				return 0, fmt.Errorf("sluice: bench: %s: unterminated labels in %q", name, truncate(line, 120))
+			}
+			rest = rest[end+1:]
+		}
+		f := strings.Fields(rest) // the value, then an optional timestamp
+		if len(f) == 0 {
+			return 0, fmt.Errorf("sluice: bench: %s: no value in %q", name, truncate(line, 120))
+		}
+		x, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("sluice: bench: %s: %w", name, err)
+		}
+		if !found || x > v {
+			v = x
+		}
+		found = true
+	}
+	if !found {
+		return 0, fmt.Errorf("sluice: bench: no %s in the server's metrics", name)
+	}
+	return v, nil
+}
+
 // HammerShape is a hammer cell's closed loop: Conns connections, each with
 // InFlight requests in flight.
 type HammerShape struct {
@@ -297,6 +372,12 @@ type HammerCell struct {
 	ServerSysShare        Spread `json:"server_sys_share"`
 	ServerMicrosPerAnswer Spread `json:"server_us_per_answer"`
 	PeakRSS               Spread `json:"peak_rss_kib"`
+	// RefuseShare is the runs' mean RefuseShareMetric, over the
+	// RefuseShareRounds rounds that read it (0: not measured, as for gnet
+	// and net); RefuseShareMax the largest reading of any round.
+	RefuseShare       Spread  `json:"refuse_share"`
+	RefuseShareMax    float64 `json:"refuse_share_max,omitempty"`
+	RefuseShareRounds int     `json:"refuse_share_rounds,omitempty"`
 	// Dropped is the most requests of a round lost with failed
 	// connections (MatrixRun.Unanswered), ConnErrors the most connection
 	// failures of a round, Unfinished the most requests still in flight
@@ -332,9 +413,16 @@ func (c *HammerCell) RefusalMet() bool {
 	return c.Work > HammerRefusalMaxWork || c.RefusalP99.Median <= float64(HammerRefusalP99Target/time.Microsecond)
 }
 
+// RefuseShareMet reports whether the median of the runs' mean
+// RefuseShareMetric is within HammerRefuseShareTarget, or it was not
+// measured (a server without the gauge is not judged on it).
+func (c *HammerCell) RefuseShareMet() bool {
+	return c.RefuseShareRounds == 0 || c.RefuseShare.Median <= HammerRefuseShareTarget
+}
+
 // Met reports whether the cell meets every target in every round.
 func (c *HammerCell) Met() bool {
-	return c.GoodputMet() && c.P99Met() && c.RefusalMet() && c.AllAnswered && c.Failed == 0
+	return c.GoodputMet() && c.P99Met() && c.RefusalMet() && c.RefuseShareMet() && c.AllAnswered && c.Failed == 0
 }
 
 // hammerCellKey names a cell.
@@ -369,6 +457,7 @@ func (rep *HammerReport) Summarize() {
 		cell                                   HammerCell
 		capa, good, ratio, p99, ref, p99r, rej []float64
 		rp50, rp99, util, sys, perAnswer, rss  []float64
+		share                                  []float64
 	}
 	cells := map[hammerCellKey]*acc{}
 	var order []hammerCellKey
@@ -421,6 +510,10 @@ func (rep *HammerReport) Summarize() {
 		if r.PeakRSSKiB > 0 {
 			a.rss = append(a.rss, float64(r.PeakRSSKiB))
 		}
+		if rs := r.RefuseShare; rs != nil && rs.Samples > 0 {
+			a.share = append(a.share, rs.Mean)
+			c.RefuseShareMax = max(c.RefuseShareMax, rs.Max)
+		}
 		bk := hammerBlockKey{r.Round, r.Mode, r.Shape, r.Work}
 		if cp := capacity[bk]; cp != nil && cp.Load != nil && cp.Error == "" && cp.Load.MsgsPerSec > 0 {
 			a.capa = append(a.capa, cp.Load.MsgsPerSec)
@@ -442,6 +535,7 @@ func (rep *HammerReport) Summarize() {
 		c.P99, c.RefP99, c.P99Ratio = spreadOf(a.p99), spreadOf(a.ref), spreadOf(a.p99r)
 		c.Refused, c.RefusalP50, c.RefusalP99 = spreadOf(a.rej), spreadOf(a.rp50), spreadOf(a.rp99)
 		c.ServerUtil, c.ServerSysShare, c.ServerMicrosPerAnswer, c.PeakRSS = spreadOf(a.util), spreadOf(a.sys), spreadOf(a.perAnswer), spreadOf(a.rss)
+		c.RefuseShare, c.RefuseShareRounds = spreadOf(a.share), len(a.share)
 		rep.Cells = append(rep.Cells, c)
 	}
 	o := rep.Config.order()

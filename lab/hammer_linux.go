@@ -5,6 +5,9 @@ package lab
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"time"
 )
 
@@ -24,7 +27,9 @@ type hammer struct {
 // capacity), then each server in the closed loop: the hammer. Servers run
 // pinned to cfg.ServerCPUs, fresh for every run, the generator to
 // cfg.ClientCPUs (one process per CPU unless ClientProcs says otherwise),
-// as in Matrix.
+// as in Matrix. The sluice servers run with cmd/echo's admin endpoint, and
+// their hammer runs read RefuseShareMetric from it every RefuseShareEvery
+// (MatrixRun.RefuseShare; a failed read goes into the report's notes).
 //
 // With prev (a saved report, possibly of an interrupted run) it runs
 // prev's configuration and only the blocks prev lacks, as Matrix does.
@@ -53,8 +58,9 @@ func Hammer(ctx context.Context, cfg HammerConfig, prev *HammerReport) (*HammerR
 	rep.Config = cfg
 	raiseFileLimit()
 	h := &hammer{hcfg: cfg, matrix: &matrix{
-		purpose: "hammer",
-		cfg:     MatrixConfig{Size: cfg.Size, Warmup: cfg.Warmup, Duration: cfg.Duration, MinSamples: cfg.MinSamples, ServerCPUs: cfg.ServerCPUs},
+		purpose:     "hammer",
+		refuseShare: true,
+		cfg:         MatrixConfig{Size: cfg.Size, Warmup: cfg.Warmup, Duration: cfg.Duration, MinSamples: cfg.MinSamples, ServerCPUs: cfg.ServerCPUs},
 		overload: &overload{
 			cfg: OverloadConfig{ModuleDir: cfg.ModuleDir, SluiceDir: cfg.SluiceDir, GoCmd: cfg.GoCmd, BenchBin: cfg.BenchBin, BenchEnv: cfg.BenchEnv,
 				ServerCPUs: cfg.ServerCPUs, ClientCPUs: cfg.ClientCPUs, ClientProcs: cfg.ClientProcs, ShedArgs: cfg.ShedArgs,
@@ -138,4 +144,88 @@ func (h *hammer) closedLoop(ctx context.Context, mb MatrixBlock, shape HammerSha
 	r := MatrixRun{Round: mb.Round, Mode: mb.Mode, Conns: shape.Conns, Work: mb.Work, Server: srv, Kind: kind, InFlight: shape.InFlight}
 	h.run(ctx, mb, srv, s, &r)
 	return r
+}
+
+// readRefuseShare reads RefuseShareMetric from the server's admin endpoint
+// (cmd/echo -admin-addr) at addr.
+func readRefuseShare(addr string) (float64, error) {
+	resp, err := adminClient.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("sluice: bench: /metrics: %s: %s", resp.Status, truncate(strings.TrimSpace(string(body)), 120))
+	}
+	return promGauge(string(body), RefuseShareMetric)
+}
+
+// shareSampler reads RefuseShareMetric every RefuseShareEvery, timing
+// each reading, until finish.
+type shareSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	// Written by the sampling goroutine until done is closed.
+	at     []time.Time
+	shares []float64
+	fails  int
+	err    error // the first failed read
+}
+
+// sampleRefuseShare starts reading RefuseShareMetric from the admin
+// endpoint at addr after delay (the generator's warm-up: the readings
+// before the window are left out anyway).
+func sampleRefuseShare(addr string, delay time.Duration) *shareSampler {
+	s := &shareSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		wait := time.NewTimer(delay)
+		defer wait.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-wait.C:
+			}
+			v, err := readRefuseShare(addr)
+			switch {
+			case err == nil:
+				s.at, s.shares = append(s.at, time.Now()), append(s.shares, v)
+			case s.err == nil:
+				s.fails, s.err = 1, err
+			default:
+				s.fails++
+			}
+			wait.Reset(RefuseShareEvery)
+		}
+	}()
+	return s
+}
+
+// finish stops the readings and aggregates those of the last window (the
+// generator's measured window, which ends as it exits). The error reports
+// failed reads, or a window without a reading; the figure stands if any
+// reading succeeded.
+func (s *shareSampler) finish(window time.Duration) (*RefuseShare, error) {
+	close(s.stop)
+	<-s.done
+	from := time.Now().Add(-window)
+	var in []float64
+	for i, t := range s.at {
+		if !t.Before(from) {
+			in = append(in, s.shares[i])
+		}
+	}
+	var err error
+	switch {
+	case s.err != nil:
+		err = fmt.Errorf("%d of %d reads of %s failed: %w", s.fails, s.fails+len(s.shares), RefuseShareMetric, s.err)
+	case len(in) == 0:
+		err = fmt.Errorf("no reading of %s in the %v window", RefuseShareMetric, window)
+	}
+	return refuseShareOf(in), err
 }

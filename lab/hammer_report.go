@@ -81,9 +81,9 @@ func (rep *HammerReport) Markdown() string {
 	} else {
 		fmt.Fprintf(&b, "The **reference** is each server's p99 in an open loop at %s that capacity over the same C connections, in the same round. ", factorText(c.RefFraction))
 	}
-	fmt.Fprintf(&b, "Goodput counts echoed requests only; p99s are of echoed requests, from when each was due; the time to a refusal is from when the refused request was due to its refusal. %s marks a median that misses its target: goodput ≥ %.0f%% of capacity, admitted p99 ≤ %s× the reference, time to a refusal p99 ≤ %s where the work is at most %s, and every request answered (\"unanswered\": requests lost with failed connections and the connections that failed, in the worst round; the requests a closed loop still has in flight when its window closes are not counted). %d-byte length-prefixed frames; each run measures at least %s after %s of warm-up, longer where the server is expected to serve fewer than %d requests in that time.\n\n",
+	fmt.Fprintf(&b, "Goodput counts echoed requests only; p99s are of echoed requests, from when each was due; the time to a refusal is from when the refused request was due to its refusal. %s marks a median that misses its target: goodput ≥ %.0f%% of capacity, admitted p99 ≤ %s× the reference, time to a refusal p99 ≤ %s where the work is at most %s, the loop's time on refused frames ≤ %.0f%% of its busy time, and every request answered (\"unanswered\": requests lost with failed connections and the connections that failed, in the worst round; the requests a closed loop still has in flight when its window closes are not counted). \"Refusing\" is the sluice server's `%s` (the share of a loop's last busy window, at least 100 ms, spent on frames it refused; the largest over the loops), read every %s in the window: the median over the rounds of each run's mean, and the largest reading; gnet and net have no such figure. %d-byte length-prefixed frames; each run measures at least %s after %s of warm-up, longer where the server is expected to serve fewer than %d requests in that time.\n\n",
 		strings.TrimSpace(miss), 100*MatrixGoodputTarget, timesText(MatrixP99Target), durText(HammerRefusalP99Target), workText(HammerRefusalMaxWork),
-		c.Size, durText(c.Duration), durText(c.Warmup), c.MinSamples)
+		100*HammerRefuseShareTarget, RefuseShareMetric, durText(RefuseShareEvery), c.Size, durText(c.Duration), durText(c.Warmup), c.MinSamples)
 	rep.writeVerdicts(&b)
 	for _, mode := range hammerDistinct(rep.Cells, func(c *HammerCell) string { return c.Mode }) {
 		rep.writeMode(&b, mode)
@@ -118,13 +118,19 @@ func (rep *HammerReport) writeVerdicts(b *strings.Builder) {
 		return
 	}
 	for _, srv := range hammerDistinct(rep.Cells, func(c *HammerCell) string { return c.Server }) {
-		var n, met, good, p99, ref, ans, sat int
+		var n, met, good, p99, ref, ans, sat, shareN, share int
 		for i := range rep.Cells {
 			c := &rep.Cells[i]
 			if c.Server != srv {
 				continue
 			}
 			n++
+			if c.RefuseShareRounds > 0 {
+				shareN++
+				if c.RefuseShareMet() {
+					share++
+				}
+			}
 			for _, v := range []struct {
 				ok bool
 				n  *int
@@ -134,7 +140,11 @@ func (rep *HammerReport) writeVerdicts(b *strings.Builder) {
 				}
 			}
 		}
-		fmt.Fprintf(b, "- **%s** meets every target in %d of %d cells (goodput in %d, p99 in %d, time to a refusal in %d, every request answered in %d).", srv, met, n, good, p99, ref, ans)
+		refusing := ""
+		if shareN > 0 {
+			refusing = fmt.Sprintf(", refusing in %d of %d measured", share, shareN)
+		}
+		fmt.Fprintf(b, "- **%s** meets every target in %d of %d cells (goodput in %d, p99 in %d, time to a refusal in %d%s, every request answered in %d).", srv, met, n, good, p99, ref, refusing, ans)
 		if sat > 0 {
 			fmt.Fprintf(b, " The generator used at least %.0f%% of its CPUs in %d of them.", 100*MatrixGeneratorSaturated, sat)
 		}
@@ -150,8 +160,8 @@ func (rep *HammerReport) writeMode(b *strings.Builder, mode string) {
 	if mode == ModePool {
 		b.WriteString("The sluice servers only: gnet and net have no worker pool.\n\n")
 	}
-	b.WriteString("| C × D | work | server | goodput ÷ capacity | admitted p99 | p99 ÷ reference | refused/s | to a refusal p50 / p99 | unanswered | server CPU |\n")
-	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| C × D | work | server | goodput ÷ capacity | admitted p99 | p99 ÷ reference | refused/s | to a refusal p50 / p99 | refusing (share of busy) | unanswered | server CPU |\n")
+	b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	var lastShape HammerShape
 	var lastWork time.Duration
 	for i := range rep.Cells {
@@ -174,14 +184,15 @@ func (rep *HammerReport) writeMode(b *strings.Builder, mode string) {
 
 // hammerCellTexts are a cell's columns after its shape, work and server:
 // goodput ÷ capacity, admitted p99, p99 ÷ reference, refusals per second,
-// the time to a refusal, what went unanswered and the server's CPU.
+// the time to a refusal, the loop's share of busy time on refusals, what
+// went unanswered and the server's CPU.
 func hammerCellTexts(c *HammerCell) []string {
 	if c.Rounds == 0 && c.Goodput.Max == 0 {
 		text := "no result"
 		if c.Failed > 0 {
 			text = fmt.Sprintf("no result: %s failed%s", plural(c.Failed, "round"), miss)
 		}
-		return []string{text, "–", "–", "–", "–", "–", "–"}
+		return []string{text, "–", "–", "–", "–", "–", "–", "–"}
 	}
 	mark := func(ok bool) string {
 		if ok {
@@ -205,6 +216,12 @@ func hammerCellTexts(c *HammerCell) []string {
 		refused = spreadText(c.Refused, shortRate)
 		refusal = fmt.Sprintf("%s / %s%s", usText(c.RefusalP50.Median), spreadText(c.RefusalP99, usText), mark(c.RefusalMet()))
 	}
+	refusing := "–"
+	if c.RefuseShareRounds > 0 {
+		// spreadText prints an all-zero spread as "–": a measured 0% is a figure
+		rs := c.RefuseShare
+		refusing = fmt.Sprintf("%s (%s–%s)%s · max %s", pctText(rs.Median), pctText(rs.Min), pctText(rs.Max), mark(c.RefuseShareMet()), pctText(c.RefuseShareMax))
+	}
 	unanswered := "0"
 	if !c.AllAnswered {
 		unanswered = fmt.Sprintf("%d lost, %d conns failed%s", c.Dropped, c.ConnErrors, miss)
@@ -222,7 +239,7 @@ func hammerCellTexts(c *HammerCell) []string {
 	if c.GeneratorBusy >= MatrixGeneratorSaturated {
 		cpu += fmt.Sprintf(" · generator %.0f%% busy", 100*c.GeneratorBusy)
 	}
-	return []string{good, spreadText(c.P99, usText), ratio, refused, refusal, unanswered, cpu}
+	return []string{good, spreadText(c.P99, usText), ratio, refused, refusal, refusing, unanswered, cpu}
 }
 
 // writeBehind writes the numbers behind the ratios: the capacities, the

@@ -115,7 +115,8 @@ func TestHammerPlan(t *testing.T) {
 
 // hammerFixture is two rounds of sluice-shed-default and net at 1,000 × 8
 // inline, and sluice-shed-default at 64 × 64 in the pool with a failed
-// capacity run (round 1) and a failed hammer run (round 2).
+// capacity run (round 1) and a failed hammer run (round 2); sluice's
+// hammer runs read the refusal share.
 func hammerFixture() *HammerReport {
 	const w = 200 * time.Microsecond
 	inline, pool := HammerShape{1000, 8}, HammerShape{64, 64}
@@ -169,6 +170,11 @@ func hammerFixture() *HammerReport {
 	rep.Runs[15].Error = "connection refused"
 	rep.Runs[3].ServerSysShare, rep.Runs[11].ServerSysShare = 0.3, 0.4
 	rep.Runs[3].PeakRSSKiB = 20480
+	// sluice's readings of sluice_refuse_share_ratio: inline over the
+	// target (median 17%), the pool's one round under it; net has none
+	rep.Runs[3].RefuseShare = &RefuseShare{Mean: 0.12, Max: 0.3, Samples: 12}
+	rep.Runs[11].RefuseShare = &RefuseShare{Mean: 0.22, Max: 0.25, Samples: 12}
+	rep.Runs[7].RefuseShare = &RefuseShare{Mean: 0.05, Max: 0.08, Samples: 12}
 	rep.Summarize()
 	return rep
 }
@@ -211,10 +217,17 @@ func TestHammerSummarize(t *testing.T) {
 	if s.GoodputMet() || !s.P99Met() || !s.RefusalMet() || !s.AllAnswered || s.Met() || s.GeneratorBusy != 0.25 {
 		t.Errorf("sluice targets: goodput %v p99 %v refusal %v answered %v met %v busy %v", s.GoodputMet(), s.P99Met(), s.RefusalMet(), s.AllAnswered, s.Met(), s.GeneratorBusy)
 	}
+	// the refusal share: the median of the runs' means, the largest reading
+	if s.RefuseShareRounds != 2 || !near(s.RefuseShare, 0.17, 0.12, 0.22) || s.RefuseShareMax != 0.3 || s.RefuseShareMet() {
+		t.Errorf("sluice refuse share: %d rounds %+v max %v met %v", s.RefuseShareRounds, s.RefuseShare, s.RefuseShareMax, s.RefuseShareMet())
+	}
 	n := rep.cell(ModeInline, ServerNet)
 	if n.Rounds != 2 || !near(n.GoodputRatio, 1.125, 1, 1.25) || !near(n.P99Ratio, 900, 800, 1000) || n.AllAnswered || n.Dropped != 16 || n.ConnErrors != 2 ||
 		!n.GoodputMet() || n.P99Met() || !n.RefusalMet() || n.Met() || n.Refused.Max != 0 {
 		t.Errorf("net: %+v", n)
+	}
+	if n.RefuseShareRounds != 0 || !n.RefuseShareMet() {
+		t.Errorf("net refuse share: %d rounds, met %v (unmeasured: not judged)", n.RefuseShareRounds, n.RefuseShareMet())
 	}
 	p := rep.cell(ModePool, ServerSluiceShedDefault)
 	// round 1's capacity failed, round 2's hammer: no goodput ratio, the
@@ -222,6 +235,9 @@ func TestHammerSummarize(t *testing.T) {
 	if p.Rounds != 0 || p.Failed != 1 || len(p.Errors) != 1 || !near(p.Goodput, 4000, 4000, 4000) || !near(p.P99Ratio, 1500.0/700, 1500.0/700, 1500.0/700) ||
 		p.GoodputMet() || !p.P99Met() || p.Met() || !p.AllAnswered {
 		t.Errorf("pool: %+v", p)
+	}
+	if p.RefuseShareRounds != 1 || !near(p.RefuseShare, 0.05, 0.05, 0.05) || p.RefuseShareMax != 0.08 || !p.RefuseShareMet() {
+		t.Errorf("pool refuse share: %d rounds %+v max %v", p.RefuseShareRounds, p.RefuseShare, p.RefuseShareMax)
 	}
 	// the order of the configuration: modes, shapes, works, servers
 	var order []string
@@ -237,6 +253,58 @@ func TestHammerSummarize(t *testing.T) {
 	if !slow.RefusalMet() || fast.RefusalMet() {
 		t.Errorf("refusal target: 20 ms %v, 2 ms at 250.001 ms %v", slow.RefusalMet(), fast.RefusalMet())
 	}
+	// The refusal share's target is met at exactly 15%.
+	at := HammerCell{RefuseShareRounds: 1, RefuseShare: Spread{Median: HammerRefuseShareTarget}}
+	over := HammerCell{RefuseShareRounds: 1, RefuseShare: Spread{Median: 0.151}}
+	if !at.RefuseShareMet() || over.RefuseShareMet() {
+		t.Errorf("refuse share target: 15%% %v, 15.1%% %v", at.RefuseShareMet(), over.RefuseShareMet())
+	}
+}
+
+// TestPromGauge reads a gauge from a Prometheus text exposition: past the
+// comments and the metrics whose names only start with its name, with or
+// without labels and a timestamp, the largest of several series.
+func TestPromGauge(t *testing.T) {
+	const text = `# HELP sluice_refuse_share_ratio The part of a loop's last busy window spent on frames it refused.
+# TYPE sluice_refuse_share_ratio gauge
+sluice_refuse_share_ratio_other 0.9
+sluice_ration_holds_total 61
+sluice_refuse_share_ratio 0.125
+`
+	if v, err := promGauge(text, RefuseShareMetric); err != nil || v != 0.125 {
+		t.Errorf("plain: %v %v", v, err)
+	}
+	labelled := "sluice_refuse_share_ratio{engine=\"a}b\"} 0.25 1732780800000\r\nsluice_refuse_share_ratio{engine=\"c\"}\t0.5\n"
+	if v, err := promGauge(labelled, RefuseShareMetric); err != nil || v != 0.5 {
+		t.Errorf("labelled: %v %v", v, err)
+	}
+	for _, bad := range []string{
+		"",
+		"# TYPE sluice_refuse_share_ratio gauge\nsluice_refuse_share_ratio_other 0.9\n",
+		"sluice_refuse_share_ratio x\n",
+		"sluice_refuse_share_ratio\n",
+		"sluice_refuse_share_ratio{engine=\"a\" 0.1\n",
+		"sluice_refuse_share_ratio{} \n",
+	} {
+		if v, err := promGauge(bad, RefuseShareMetric); err == nil {
+			t.Errorf("%q: %v", bad, v)
+		}
+	}
+}
+
+// TestRefuseShareOf: the mean and the largest of the readings; none is
+// no figure.
+func TestRefuseShareOf(t *testing.T) {
+	if s := refuseShareOf(nil); s != nil {
+		t.Errorf("no readings: %+v", s)
+	}
+	s := refuseShareOf([]float64{0.1, 0.4, 0.05, 0.25})
+	if s == nil || math.Abs(s.Mean-0.2) > 1e-12 || s.Max != 0.4 || s.Samples != 4 {
+		t.Errorf("%+v", s)
+	}
+	if s := refuseShareOf([]float64{0}); s == nil || s.Mean != 0 || s.Max != 0 || s.Samples != 1 {
+		t.Errorf("a zero reading: %+v", s)
+	}
 }
 
 func TestHammerMarkdown(t *testing.T) {
@@ -247,13 +315,16 @@ func TestHammerMarkdown(t *testing.T) {
 		"the generator as 2 processes, one per CPU of [1 2], the connections split evenly and the results merged; 2 rounds",
 		"The **reference** is each server's p99 in an open loop at 0.5× that capacity",
 		"time to a refusal p99 ≤ 250ms where the work is at most 2 ms",
-		"- **sluice-shed-default** meets every target in 0 of 2 cells (goodput in 0, p99 in 2, time to a refusal in 2, every request answered in 1).",
+		"the loop's time on refused frames ≤ 15% of its busy time, and every request answered",
+		"\"Refusing\" is the sluice server's `sluice_refuse_share_ratio`",
+		"read every 250ms in the window",
+		"- **sluice-shed-default** meets every target in 0 of 2 cells (goodput in 0, p99 in 2, time to a refusal in 2, refusing in 1 of 2 measured, every request answered in 1).",
 		"- **net** meets every target in 0 of 1 cells (goodput in 1, p99 in 0, time to a refusal in 1, every request answered in 0).",
-		"## inline\n\n| C × D | work | server | goodput ÷ capacity | admitted p99 | p99 ÷ reference | refused/s | to a refusal p50 / p99 | unanswered | server CPU |\n|---|--:|---|--:|--:|--:|--:|--:|--:|---|\n",
-		"| 1,000 × 8 | 200 µs | sluice-shed-default | 88% (80%–95%) ✗ | 3.5 ms (2.0 ms–5.0 ms) | 2.2 (2.0–2.5) | 35k (30k–40k) | 15 ms / 250 ms (200 ms–300 ms) | 0 | 100% busy, 35% sys, 26.1 µs/answer |",
-		"|  |  | net | 112% (100%–125%) | 450 ms (400 ms–500 ms) | 900 (800–1000) ✗ | 0 | – | 16 lost, 2 conns failed ✗ | – |",
+		"## inline\n\n| C × D | work | server | goodput ÷ capacity | admitted p99 | p99 ÷ reference | refused/s | to a refusal p50 / p99 | refusing (share of busy) | unanswered | server CPU |\n|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|\n",
+		"| 1,000 × 8 | 200 µs | sluice-shed-default | 88% (80%–95%) ✗ | 3.5 ms (2.0 ms–5.0 ms) | 2.2 (2.0–2.5) | 35k (30k–40k) | 15 ms / 250 ms (200 ms–300 ms) | 17% (12%–22%) ✗ · max 30% | 0 | 100% busy, 35% sys, 26.1 µs/answer |",
+		"|  |  | net | 112% (100%–125%) | 450 ms (400 ms–500 ms) | 900 (800–1000) ✗ | 0 | – | – | 16 lost, 2 conns failed ✗ | – |",
 		"## pool\n\nThe sluice servers only",
-		"| 64 × 64 | 200 µs | sluice-shed-default | no capacity ✗ · 1 round failed ✗ | 1.5 ms (1.5 ms–1.5 ms) | 2.1 (2.1–2.1) | 20k (20k–20k) | 1.0 ms / 3.0 ms (3.0 ms–3.0 ms) | 0 | 100% busy, 41.7 µs/answer |",
+		"| 64 × 64 | 200 µs | sluice-shed-default | no capacity ✗ · 1 round failed ✗ | 1.5 ms (1.5 ms–1.5 ms) | 2.1 (2.1–2.1) | 20k (20k–20k) | 1.0 ms / 3.0 ms (3.0 ms–3.0 ms) | 5% (5%–5%) · max 8% | 0 | 100% busy, 41.7 µs/answer |",
 		"| inline | 1,000 × 8 | 200 µs | sluice-shed-default | 4.5k (4k–5k) | 3.9k (3.8k–4k) | 1.5 ms (1.0 ms–2.0 ms) | 3.5 ms (2.0 ms–5.0 ms) | 20.0 |  |",
 		"| pool | 64 × 64 | 200 µs | sluice-shed-default | – | 4k (4k–4k) | 700 µs (700 µs–700 µs) | 1.5 ms (1.5 ms–1.5 ms) | 0.0 | 1: connection refused |",
 		"- hammer inline: sluice-shed-default: `cmd/echo -shed -work 200µs`",
@@ -294,6 +365,7 @@ func TestWriteHammerReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(back.Runs) != len(rep.Runs) || back.Runs[4].Shape != (HammerShape{1000, 8}) || back.Runs[3].ServerSysShare != 0.3 ||
+		back.Runs[3].RefuseShare == nil || *back.Runs[3].RefuseShare != *rep.Runs[3].RefuseShare || back.Runs[4].RefuseShare != nil ||
 		fmt.Sprint(back.Config.Shapes) != "[1000x8 64x64]" {
 		t.Errorf("round trip: %d runs, %+v", len(back.Runs), back.Runs[4])
 	}
@@ -352,5 +424,35 @@ func TestParseUserSys(t *testing.T) {
 	}
 	if sysShare(1, 1, 1, 1) != 0 || sysShare(5, 5, 4, 6) != 0 {
 		t.Errorf("sys share of no time or a counter going back")
+	}
+}
+
+// TestHammerOldReport re-renders a hammer.json written before the refusal
+// share was read (no refuse_share in its runs or cells): sluice's cell
+// shows "–" in the column and is not judged on it.
+func TestHammerOldReport(t *testing.T) {
+	const saved = `{"config": {"rounds": 1, "server_cpus": [0], "client_cpus": [1], "servers": ["sluice-shed-default"],
+	"shapes": [{"conns": 64, "in_flight": 8}], "works_ns": [200000], "modes": ["inline"], "ref_fraction": 0.5, "size": 64,
+	"warmup_ns": 1000000000, "duration_ns": 3000000000, "min_samples": 1000},
+	"runs": [
+	{"round": 1, "mode": "inline", "conns": 64, "work_ns": 200000, "server": "sluice-noshed", "kind": "capacity", "in_flight": 8, "window_sec": 3,
+	 "load": {"msgs_per_sec": 4000, "latency": {"count": 12000, "p99_us": 20000}, "msgs": 12000}, "answered": true, "shape": {"conns": 64, "in_flight": 8}},
+	{"round": 1, "mode": "inline", "conns": 64, "work_ns": 200000, "server": "sluice-shed-default", "kind": "hammer", "in_flight": 8, "window_sec": 3,
+	 "load": {"msgs_per_sec": 3900, "rejected_per_sec": 1000, "latency": {"count": 11700, "p99_us": 1000}, "msgs": 11700, "rejected": 3000},
+	 "answered": true, "server_sys_share": 0.2, "shape": {"conns": 64, "in_flight": 8}}],
+	"cells": [{"mode": "inline", "shape": {"conns": 64, "in_flight": 8}, "work_ns": 200000, "server": "sluice-shed-default", "rounds": 1}]}`
+	var rep HammerReport
+	if err := json.Unmarshal([]byte(saved), &rep); err != nil {
+		t.Fatal(err)
+	}
+	rep.Summarize()
+	c := rep.cell(ModeInline, ServerSluiceShedDefault)
+	if c == nil || c.RefuseShareRounds != 0 || !c.RefuseShareMet() || rep.Runs[1].RefuseShare != nil {
+		t.Fatalf("cell %+v", c)
+	}
+	md := rep.Markdown()
+	if !strings.Contains(md, "| 64 × 8 | 200 µs | sluice-shed-default | 98% (98%–98%) | 1.0 ms (1.0 ms–1.0 ms) | – | 1k (1k–1k) | 0 µs / – | – | 0 | – |") ||
+		!strings.Contains(md, "time to a refusal in 1, every request answered in 1).") {
+		t.Errorf("markdown:\n%s", md)
 	}
 }

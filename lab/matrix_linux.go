@@ -21,6 +21,10 @@ type matrix struct {
 	// purpose starts the report's keys of the server command lines
 	// (empty: "matrix").
 	purpose string
+	// refuseShare starts the sluice servers with the admin endpoint and
+	// reads RefuseShareMetric in their hammer runs (Hammer); every run
+	// has the endpoint so that a server's command line is the same in all.
+	refuseShare bool
 }
 
 // Matrix runs the overload matrix cfg describes and returns the report.
@@ -173,9 +177,16 @@ func (m *matrix) run(ctx context.Context, b MatrixBlock, as string, s loadSpec, 
 	if b.Mode == ModePool && isSluice(as) {
 		extra = []string{"-work-mode", ModePool}
 	}
+	admin := m.refuseShare && isSluice(as)
+	if admin {
+		extra = append(extra, "-admin-addr", "127.0.0.1:0")
+	}
 	purpose := m.purpose
 	if purpose == "" {
 		purpose = "matrix"
+	}
+	note := func(text string) {
+		m.overload.rep.Notes = append(m.overload.rep.Notes, fmt.Sprintf("%s %s %d conns %v %s: %s", r.Server, b.Mode, b.Conns, b.Work, r.Kind, text))
 	}
 	p, err := m.server(purpose+" "+b.Mode, as, b.Work, extra...)
 	if err != nil {
@@ -183,16 +194,30 @@ func (m *matrix) run(ctx context.Context, b MatrixBlock, as string, s loadSpec, 
 		m.progress("  %-20s %-9s failed: %v", r.Server, r.Kind, err)
 		return
 	}
+	var share *shareSampler
+	if admin && r.Kind == KindHammer {
+		if addr, aerr := adminAddr(p); aerr != nil {
+			note("no " + RefuseShareMetric + ": " + truncate(aerr.Error(), 200))
+		} else {
+			share = sampleRefuseShare(addr, s.Warmup)
+		}
+	}
 	u0, s0, uerr := readUserSys(p.Pid)
 	res, err := m.runLoad(ctx, p, s)
+	if share != nil {
+		var serr error
+		if r.RefuseShare, serr = share.finish(s.Duration); serr != nil {
+			note(serr.Error())
+		}
+	}
 	if u1, s1, uerr1 := readUserSys(p.Pid); uerr == nil && uerr1 == nil {
 		r.ServerSysShare = sysShare(u0, s0, u1, s1)
 	}
 	if hwm, herr := procstat.ReadPeakRSSKiB(p.Pid); herr == nil {
 		r.PeakRSSKiB = hwm
 	}
-	if note := p.stop(serverStopTimeout); note != "" {
-		m.overload.rep.Notes = append(m.overload.rep.Notes, fmt.Sprintf("%s %s %d conns %v %s: %s", r.Server, b.Mode, b.Conns, b.Work, r.Kind, note))
+	if text := p.stop(serverStopTimeout); text != "" {
+		note(text)
 	}
 	r.Load = brief(res)
 	if err != nil {
@@ -211,5 +236,9 @@ func (m *matrix) run(ctx context.Context, b MatrixBlock, as string, s loadSpec, 
 	if r.Kind != KindCapacity && !r.Answered {
 		answered = fmt.Sprintf(", %d unanswered", r.Unanswered)
 	}
-	m.progress("  %-20s %-15s %s%s, window %v, peak RSS %d KiB", r.Server, what, loadLine(res, err), answered, s.Duration, r.PeakRSSKiB)
+	refusing := ""
+	if rs := r.RefuseShare; rs != nil {
+		refusing = fmt.Sprintf(", refusing %.0f%% of busy (max %.0f%%, %d readings)", 100*rs.Mean, 100*rs.Max, rs.Samples)
+	}
+	m.progress("  %-20s %-15s %s%s, window %v, peak RSS %d KiB%s", r.Server, what, loadLine(res, err), answered, s.Duration, r.PeakRSSKiB, refusing)
 }

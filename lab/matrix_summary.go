@@ -66,7 +66,11 @@ type MatrixRun struct {
 	// (stime over utime+stime) over the whole generator run, dialling and
 	// warm-up included; 0 when not read.
 	ServerSysShare float64 `json:"server_sys_share,omitempty"`
-	Error          string  `json:"error,omitempty"`
+	// RefuseShare is the server's sluice_refuse_share_ratio over the
+	// window, read in the hammer runs of the sluice servers only (nil
+	// otherwise, and in reports written before it was read).
+	RefuseShare *RefuseShare `json:"refuse_share,omitempty"`
+	Error       string       `json:"error,omitempty"`
 }
 
 // account sets Unanswered and Answered from the run's Load.

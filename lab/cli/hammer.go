@@ -25,7 +25,7 @@ type hammerFlags struct {
 }
 
 func (h *hammerFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&h.hammer, "hammer", false, "run the hammer cells instead of the parts: every -hammer-servers server in closed loops of C connections × D requests in flight (-hammer-cells) at every -works and -modes, its goodput against sluice-noshed's in the same loop and round, its admitted p99 against its own at -unloaded (0.5) of that capacity; writes hammer.json and hammer.md into -out ("+defaultHammerOut+" unless given)")
+	fs.BoolVar(&h.hammer, "hammer", false, "run the hammer cells instead of the parts: every -hammer-servers server in closed loops of C connections × D requests in flight (-hammer-cells) at every -works and -modes, its goodput against sluice-noshed's in the same loop and round, its admitted p99 against its own at -unloaded (0.5) of that capacity, and the sluice servers' time on refused frames (sluice_refuse_share_ratio from cmd/echo's admin endpoint); writes hammer.json and hammer.md into -out ("+defaultHammerOut+" unless given)")
 	fs.StringVar(&h.cells, "hammer-cells", "", "hammer: closed loops CONNSxINFLIGHT, comma-separated (empty: 1000x8,1000x64,64x64)")
 	fs.StringVar(&h.servers, "hammer-servers", "", "hammer: servers under test, from sluice-shed-default, sluice-shed, sluice-shed-tight, sluice-noshed, gnet, net (empty: sluice-shed-default,gnet,net)")
 	fs.BoolVar(&h.noRef, "hammer-no-ref", false, "hammer: leave out the reference runs (faster; the admitted p99 is then not judged)")
