@@ -23,23 +23,10 @@ out=${1:-docs/tls}
 case $out in /*) ;; *) out=$root/$out ;; esac
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-4s}
-bin=$(mktemp -d)
-pid=
-cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid"; sleep 1; kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -rf "$bin"
-}
-trap cleanup EXIT INT TERM
-(cd "$root" && go build -o "$bin/echo" ./cmd/echo)
-(cd "$root/lab" && go build -o "$bin/tls-net-echo" ./cmd/tls-net-echo && go build -o "$bin/tls-load" ./cmd/tls-load)
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
-  -addext subjectAltName=IP:127.0.0.1 -keyout "$bin/key.pem" -out "$bin/cert.pem" 2>/dev/null
+# shellcheck source=lab/tls-lib.sh
+. "$root/lab/tls-lib.sh"
 mkdir -p "$out"
 tsv=$out/cpu.tsv
-ncpu=$(nproc)
-gen_cpu=1; [ "$ncpu" -lt 2 ] && gen_cpu=0
 {
   echo "# lab/tls-cpu.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(cd "$root" && git rev-parse --short HEAD) $(go version | cut -d' ' -f3) kernel $(uname -r) cpus $ncpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
   echo "# sluice: taskset -c 0 echo -addr 127.0.0.1:0 -codec length -loops 1 -tls-cert CERT -tls-key KEY"

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -222,27 +223,10 @@ func TestHammerCritical(t *testing.T) {
 	var cw sync.WaitGroup
 	for i, ip := range []net.IP{net.IPv4(127, 0, 0, 2), net.IPv4(127, 0, 0, 3)} {
 		c := dialLine(t, e.Addr().String(), ip)
-		c.SetDeadline(time.Now().Add(60 * time.Second))
 		cw.Add(1)
 		go func() {
 			defer cw.Done()
-			next := time.Now()
-			for n := 0; n < frames; n++ {
-				time.Sleep(time.Until(next))
-				next = next.Add(20 * time.Millisecond)
-				if _, err := c.Write([]byte("c\n")); err != nil {
-					t.Error(err)
-					return
-				}
-				line, err := c.r.ReadString('\n')
-				if err != nil {
-					t.Errorf("critical client %d: %v", i, err)
-					return
-				}
-				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
-					critServed[i].Add(1)
-				}
-			}
+			pacedClient(t, fmt.Sprintf("critical client %d", i), c, "c\n", 20*time.Millisecond, frames, &critServed[i])
 		}()
 	}
 	cw.Wait()

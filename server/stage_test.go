@@ -639,31 +639,37 @@ func nineTenants(t *testing.T, e *Engine) *[nine]atomic.Int64 {
 	var wg sync.WaitGroup
 	for i := 0; i < nine; i++ {
 		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, byte(3+i)))
-		c.SetDeadline(time.Now().Add(60 * time.Second))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			next := time.Now()
-			for n := 0; n < nineFrames; n++ {
-				time.Sleep(time.Until(next))
-				next = next.Add(nineGap)
-				if _, err := c.Write([]byte("g\n")); err != nil {
-					t.Error(err)
-					return
-				}
-				line, err := c.r.ReadString('\n')
-				if err != nil {
-					t.Errorf("tenant %d: %v", i, err)
-					return
-				}
-				if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
-					served[i].Add(1)
-				}
-			}
+			pacedClient(t, fmt.Sprintf("tenant %d", i), c, "g\n", nineGap, nineFrames, &served[i])
 		}()
 	}
 	wg.Wait()
 	return &served
+}
+
+// pacedClient sends msg on c every gap, n times, each after the answer to
+// the last, and counts in served the answers that are not refusals.
+func pacedClient(t *testing.T, who string, c *lineConn, msg string, gap time.Duration, n int, served *atomic.Int64) {
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	next := time.Now()
+	for range n {
+		time.Sleep(time.Until(next))
+		next = next.Add(gap)
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Errorf("%s: %v", who, err)
+			return
+		}
+		line, err := c.r.ReadString('\n')
+		if err != nil {
+			t.Errorf("%s: %v", who, err)
+			return
+		}
+		if _, _, ok := protocol.ParseRejectText([]byte(strings.TrimSuffix(line, "\n"))); !ok {
+			served.Add(1)
+		}
+	}
 }
 
 // TestHammerAmongNineMany is TestHammerAmongNine with the hammer on 1,000
