@@ -232,8 +232,9 @@ func (s *stage) isLight(c *Conn) bool {
 // frames in runs; a light one refused once, late in a long turn, stays
 // light. One refused more often is light again by a read that brings a
 // single frame a light gap after the previous read (shed.Pace.LightRead):
-// a hammer's reads bring runs, or come at the holds' pace, which the light
-// gap of a loop it overloads exceeds (docs/OVERLOAD.md#light-connections).
+// a hammer's reads bring runs, and one with one request in flight is
+// served this way at most once per light gap, a light connection's rate
+// (docs/OVERLOAD.md#light-connections).
 func (s *stage) lightConn(a *connStage) bool {
 	gap := s.light.gap(a)
 	if a.refusedRun >= lightRefusedRun {
