@@ -9,10 +9,10 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluicenet/sluice/internal/tlstest"
 	"github.com/sluicenet/sluice/tlsutil"
 )
 
@@ -26,55 +26,16 @@ func tlsEchoServer(t *testing.T, corrupt bool) (string, *x509.CertPool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	var tamper func(int, []byte)
+	if corrupt {
+		tamper = func(i int, b []byte) {
+			if i%10 == 9 {
+				b[len(b)/2] ^= 0x20
 			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Go(func() {
-				defer func() {
-					mu.Lock()
-					delete(conns, c)
-					mu.Unlock()
-					_ = c.Close()
-				}()
-				buf := make([]byte, 64<<10)
-				for i := 0; ; i++ {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					if corrupt && i%10 == 9 {
-						buf[n/2] ^= 0x20
-					}
-					if _, err := c.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			})
 		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String(), pool
+	}
+	addr := tlstest.Echo(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, 64<<10, tamper)
+	return addr, pool
 }
 
 func TestTLSClosedLoop(t *testing.T) {

@@ -8,15 +8,14 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicenet/sluice/bench"
+	"github.com/sluicenet/sluice/internal/tlstest"
 	"github.com/sluicenet/sluice/tlsutil"
 )
 
@@ -34,52 +33,7 @@ func tlsEcho(t *testing.T) (addr, certFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Go(func() {
-				defer func() {
-					mu.Lock()
-					delete(conns, c)
-					mu.Unlock()
-					_ = c.Close()
-				}()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			})
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String(), certFile
+	return tlstest.Echo(t, &tls.Config{Certificates: []tls.Certificate{pair}}, 32<<10, nil), certFile
 }
 
 // runJSON runs the command with args and -json and decodes its result;

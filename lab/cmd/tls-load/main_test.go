@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"io"
 	"net"
@@ -10,6 +11,35 @@ import (
 
 	"github.com/sluicenet/sluice/tlsutil"
 )
+
+// tlsServer serves TLS on a loopback port with a self-signed certificate,
+// each connection by serve on a goroutine of its own (closed after it), until
+// the test ends; it returns the listener and the pool that verifies it.
+func tlsServer(t *testing.T, serve func(net.Conn)) (net.Listener, *x509.CertPool) {
+	t.Helper()
+	cert, pool, err := tlsutil.SelfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln, pool
+}
 
 // TestCaptureHello: the replayed bytes are one TLS handshake record
 // holding a ClientHello.
@@ -26,27 +56,9 @@ func TestCaptureHello(t *testing.T) {
 // TestReplayedHelloAnswered: a TLS server answers the replayed
 // ClientHello with its first flight, as the flood counts it.
 func TestReplayedHelloAnswered(t *testing.T) {
-	cert, _, err := tlsutil.SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(io.Discard, c) // the handshake runs inside the first Read
-			}()
-		}
-	}()
+	ln, _ := tlsServer(t, func(c net.Conn) {
+		io.Copy(io.Discard, c) // the handshake runs inside the first Read
+	})
 	h, err := captureHello()
 	if err != nil {
 		t.Fatal(err)
@@ -66,27 +78,7 @@ func TestReplayedHelloAnswered(t *testing.T) {
 // TestModes: against a TLS echo server, the echo counts every frame,
 // handshakes resume from their tickets, and cpuTime reads this process.
 func TestModes(t *testing.T) {
-	cert, pool, err := tlsutil.SelfSigned()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
+	ln, pool := tlsServer(t, func(c net.Conn) { io.Copy(c, c) })
 	frame := binary.BigEndian.AppendUint32(nil, 64)
 	frame = append(frame, make([]byte, 64)...)
 	cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", ClientSessionCache: tls.NewLRUClientSessionCache(1)}
