@@ -49,11 +49,10 @@ one() { # server scenario-name args round
     GOMAXPROCS=1 taskset -c 0 "$bin/tls-net-echo" -addr 127.0.0.1:0 -cert "$bin/cert.pem" -key "$bin/key.pem" >"$log" 2>/dev/null &
   fi
   pid=$!
-  for _ in $(seq 100); do grep -q '^listening on' "$log" && break; sleep 0.05; done
-  local addr; addr=$(awk '/^listening on/{print $3; exit}' "$log")
+  local addr; addr=$(tls_lab_listening "$log")
   # shellcheck disable=SC2086
-  local json; json=$(GODEBUG=tlsmlkem=0 timeout 60 taskset -c "$gen_cpu" "$bin/tls-load" -addr "$addr" -server-pid "$pid" -duration "$DURATION" $args)
-  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
+  local json; json=$(tls_lab_load -addr "$addr" -server-pid "$pid" -duration "$DURATION" $args)
+  tls_lab_stop
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("\t".join(str(x) for x in (sys.argv[2], sys.argv[3], sys.argv[4], round(d["per_sec"],1), round(d.get("server_cpu_us_per_op",0),2), d["p50_us"], d["p99_us"], d["errors"], sys.argv[5])))' \
     "$json" "$round" "$name" "$server" "$args" >> "$tsv"
 }

@@ -20,3 +20,21 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
 ncpu=$(nproc)
 gen_cpu=1
 if [ "$ncpu" -lt 2 ]; then gen_cpu=0; fi
+
+# tls_lab_listening LOG waits (up to 5 s) for the server's "listening on"
+# line in LOG and prints its address.
+tls_lab_listening() {
+  for _ in $(seq 100); do grep -q '^listening on' "$1" && break; sleep 0.05; done
+  awk '/^listening on/{print $3; exit}' "$1"
+}
+
+# tls_lab_load ARGS... runs the generator on $gen_cpu (X25519 first,
+# within 60 s) and prints its JSON result.
+tls_lab_load() {
+  GODEBUG=tlsmlkem=0 timeout 60 taskset -c "$gen_cpu" "$bin/tls-load" "$@"
+}
+
+# tls_lab_stop stops the server whose pid is in $pid.
+tls_lab_stop() {
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
+}

@@ -189,32 +189,9 @@ func TestHammerCritical(t *testing.T) {
 				f.Priority = admission.PriorityCritical
 			}
 		}}}, h)
-	hammer := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
-	hammer.SetDeadline(time.Now().Add(60 * time.Second))
-	var sent, served, refused atomic.Int64
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		readAnswers(t, "hammer", hammer, &sent, &served, &refused)
-	}()
-	go func() {
-		defer wg.Done()
-		defer doneSending(&sent)
-		batch := bytes.Repeat([]byte("h\n"), 64)
-		for !stop.Load() {
-			if sent.Load()-served.Load()-refused.Load() >= 20_000 {
-				time.Sleep(100 * time.Microsecond)
-				continue
-			}
-			if _, err := hammer.Write(batch); err != nil {
-				t.Error(err)
-				return
-			}
-			sent.Add(int64(len(batch) / 2))
-		}
-	}()
+	hm := hammerConn(t, e, net.IPv4(127, 0, 0, 2), 20_000, &stop, &wg)
 	for e.Stats().Rejects == 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -234,8 +211,8 @@ func TestHammerCritical(t *testing.T) {
 	wg.Wait()
 	st := e.Stats().Admission
 	t.Logf("hammer: sent %d, served %d, refused %d; critical served %d and %d of %d (the hammer's address, another); refusals by reason %v, by priority %v",
-		sent.Load()+1<<40, served.Load(), refused.Load(), critServed[0].Load(), critServed[1].Load(), frames, st.Rejects, st.RejectsByPriority)
-	if refused.Load() == 0 {
+		hm.Sent(), hm.served.Load(), hm.refused.Load(), critServed[0].Load(), critServed[1].Load(), frames, st.Rejects, st.RejectsByPriority)
+	if hm.refused.Load() == 0 {
 		t.Error("the hammer was never refused")
 	}
 	for i := range critServed {

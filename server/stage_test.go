@@ -689,45 +689,23 @@ func TestHammerAmongNineMany(t *testing.T) {
 func hammerAmongNine(t *testing.T, conns int) {
 	window := int64(20_000 / conns) // frames unanswered per hammer connection
 	e := spinEchoEngine(t)
-	var hSent, hServed, hRefused atomic.Int64 // all the hammer's connections
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	for k := 0; k < conns; k++ {
-		hammer := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
-		hammer.SetDeadline(time.Now().Add(60 * time.Second))
-		var sent, served, refused atomic.Int64
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			readAnswers(t, "hammer", hammer, &sent, &served, &refused)
-			hServed.Add(served.Load())
-			hRefused.Add(refused.Load())
-		}()
-		go func() {
-			defer wg.Done()
-			defer doneSending(&sent)
-			batch := bytes.Repeat([]byte("h\n"), 64)
-			for !stop.Load() {
-				if sent.Load()-served.Load()-refused.Load() >= window {
-					time.Sleep(100 * time.Microsecond)
-					continue
-				}
-				if _, err := hammer.Write(batch); err != nil {
-					t.Error(err)
-					return
-				}
-				sent.Add(int64(len(batch) / 2))
-				hSent.Add(int64(len(batch) / 2))
-			}
-		}()
+	hammers := make([]*hammerCounts, conns)
+	for k := range hammers {
+		hammers[k] = hammerConn(t, e, net.IPv4(127, 0, 0, 2), window, &stop, &wg)
 	}
 	served := nineTenants(t, e)
 	stop.Store(true)
 	wg.Wait()
+	var hSent, hServed, hRefused int64 // all the hammer's connections
+	for _, h := range hammers {
+		hSent, hServed, hRefused = hSent+h.Sent(), hServed+h.served.Load(), hRefused+h.refused.Load()
+	}
 	st := e.Stats().Admission
 	t.Logf("hammer (%d connections): sent %d, served %d, refused %d; the nine served %v of %d each; refusals by reason %v, ration holds %d",
-		conns, hSent.Load(), hServed.Load(), hRefused.Load(), served, nineFrames, st.Rejects, st.RationHolds)
-	if hRefused.Load() == 0 {
+		conns, hSent, hServed, hRefused, served, nineFrames, st.Rejects, st.RationHolds)
+	if hRefused == 0 {
 		t.Error("the hammer was never refused")
 	}
 	for i := range served {
@@ -735,4 +713,49 @@ func hammerAmongNine(t *testing.T, conns int) {
 			t.Errorf("tenant %d: %d of %d frames served beside the hammer, want at least two thirds", i, n, nineFrames)
 		}
 	}
+}
+
+// hammerCounts are one hammering connection's frames: sent (doneSending
+// marks the end), served and refused.
+type hammerCounts struct{ sent, served, refused atomic.Int64 }
+
+// Sent returns the frames sent, the end mark taken off.
+func (h *hammerCounts) Sent() int64 {
+	n := h.sent.Load()
+	if n < 0 {
+		n += 1 << 40
+	}
+	return n
+}
+
+// hammerConn runs a connection from ip that writes batches of 64 frames to
+// e, whatever the answers, while fewer than window are unanswered, until
+// stop; it reads and counts every answer. wg is done when its writer and
+// reader are.
+func hammerConn(t *testing.T, e *Engine, ip net.IP, window int64, stop *atomic.Bool, wg *sync.WaitGroup) *hammerCounts {
+	hammer := dialLine(t, e.Addr().String(), ip)
+	hammer.SetDeadline(time.Now().Add(60 * time.Second))
+	h := &hammerCounts{}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		readAnswers(t, "hammer", hammer, &h.sent, &h.served, &h.refused)
+	}()
+	go func() {
+		defer wg.Done()
+		defer doneSending(&h.sent)
+		batch := bytes.Repeat([]byte("h\n"), 64)
+		for !stop.Load() {
+			if h.sent.Load()-h.served.Load()-h.refused.Load() >= window {
+				time.Sleep(100 * time.Microsecond)
+				continue
+			}
+			if _, err := hammer.Write(batch); err != nil {
+				t.Error(err)
+				return
+			}
+			h.sent.Add(int64(len(batch) / 2))
+		}
+	}()
+	return h
 }
