@@ -300,20 +300,21 @@ func TestHedgeLocalRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
 	var hedges atomic.Int32
 	v, err := Hedge(context.Background(), h, func(ctx context.Context, attempt int) (string, error) {
 		if attempt == 0 {
-			select {
-			case <-release:
-				return "primary", nil
-			case <-ctx.Done():
-				return "", ctx.Err()
+			// the primary answers once Hedge has taken the hedge's refusal
+			// (its result, not just its return, or the two race)
+			for budget.LocalRefusals() == 0 {
+				select {
+				case <-time.After(time.Millisecond):
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
 			}
+			return "primary", nil
 		}
-		if hedges.Add(1) == 1 {
-			defer close(release) // the primary answers once the hedge is refused
-		}
+		hedges.Add(1)
 		return "", ErrThrottled
 	})
 	if err != nil || v != "primary" {
