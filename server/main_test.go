@@ -449,8 +449,16 @@ func doneSending(sent *atomic.Int64) { sent.Add(-1 << 40) }
 // the writer has called doneSending and every frame it sent is answered.
 func readAnswers(t *testing.T, who string, c *lineConn, sent, served, refused *atomic.Int64) {
 	for n := int64(0); ; n++ {
-		if s := sent.Load(); s < 0 && n >= s+1<<40 {
-			return
+		for s := sent.Load(); n >= s; s = sent.Load() {
+			if s < 0 {
+				if n >= s+1<<40 {
+					return
+				}
+				break
+			}
+			// every frame sent so far is answered: a read now could wait
+			// for a frame the writer never sends, past its doneSending
+			time.Sleep(100 * time.Microsecond)
 		}
 		line, err := c.r.ReadString('\n')
 		if err != nil {

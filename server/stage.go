@@ -59,16 +59,21 @@ type stage struct {
 	auto       bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
 	rations    bool  // auto, or the worker pool's law derived: the loop judges its busy windows and rations what refusing costs (stage_ration.go)
 	timed      bool  // auto with inline handlers: time each handler call (afterFrame)
+	relBytes   int64 // what the reads that end a ration's hold may bring (rationRead)
 
-	caps    shed.Caps   // auto: the service time and the caps C and L derived from it
-	busy    shed.Busy   // auto: the overload judgement
-	fair    *shed.Fair  // auto without a tenant quota: max-min shares while overloaded
-	ration  shed.Ration // auto: what refusing costs the loop, and the rationed reads' hold
-	rd      readAccount // auto: the read being dispatched, for ration
-	held    heldList    // auto: connections not read while the loop rations (rationRead)
-	light   lightCount  // auto: the connections that sent frames, window by window, and the pace that makes one light
-	admitAt int64       // auto: clock at the last admission, start of the handler's time
-	doneAt  int64       // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
+	caps   shed.Caps   // auto: the service time and the caps C and L derived from it
+	busy   shed.Busy   // auto: the overload judgement
+	fair   *shed.Fair  // auto without a tenant quota: max-min shares while overloaded
+	ration shed.Ration // auto: what refusing costs the loop, and the rationed reads' hold
+	rd     readAccount // auto: the read being dispatched, for ration
+	held   heldList    // auto: connections not read while the loop rations (rationRead); an idle loop reads them early
+	barren heldList    // auto: the same, held again with nothing admitted since their last hold: read only when due
+	// heldWindow: a connection was held or released in the current busy
+	// window (the ration goes on while it holds connections: shed.Ration)
+	heldWindow bool
+	light      lightCount // auto: the connections that sent frames, window by window, and the pace that makes one light
+	admitAt    int64      // auto: clock at the last admission, start of the handler's time
+	doneAt     int64      // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -108,10 +113,12 @@ type connStage struct {
 	lazyAt     int64     // the turn that put it on its lazy list
 	slowAt     int64     // when a connection on the slow list is read
 	heldUntil  int64     // when a rationed connection is read again (sRationed)
+	relLeft    int64     // bytes the reads ending its hold may still bring (sReleased: rationRead)
 	pace       shed.Pace // auto or long parks: its time between frames, sparse or dense, light or not
 	window     uint32    // auto: the busy window in which it last sent a frame (lightCount)
 	slot       uint8     // auto: its tenant's slot (shed.Slot of its peer's key), for lightCount
 	refusedRun uint8     // auto: its frames refused for an admission reason since one was admitted (saturating; lightConn)
+	barrenRun  uint8     // auto: its ration holds since a frame of it was admitted (saturating; hold)
 	critical   bool      // it sent a critical frame (Classify): the ration's holds stay short for it (hold)
 	prevLazy   *connStage
 	nextLazy   *connStage
@@ -147,6 +154,7 @@ func newStage(l *loop, sc stageConfig) *stage {
 		s.key = admission.KeyByIP()
 	}
 	s.classify = p.Classify
+	s.relBytes = int64(releaseBudget * l.cfg.ReadBudgetBytes)
 	s.costBytes = p.CostBytes
 	s.chargeRds = p.ChargeReadBytes
 	if tl, ok := p.Admitter.Tenants().(*admission.TenantLimiter); ok && s.chargeRds {
@@ -237,7 +245,8 @@ func (s *stage) noteIdle() {
 		}
 	}
 	if busy, closed := s.busy.Judge(s.v.now, s.caps.Short()); closed {
-		s.ration.Judge(busy, s.busy.Overloaded())
+		s.ration.Judge(busy, s.busy.Overloaded(), s.held.n+s.barren.n > 0 || s.heldWindow)
+		s.heldWindow = false
 		s.light.roll(s.caps.Service())
 		s.st[gRefuseShare] = uint64(s.ration.Share())
 	}
@@ -334,7 +343,7 @@ func (s *stage) afterWait(prev int64) {
 	if s.lazyDue != 0 {
 		s.releaseLazy()
 	}
-	if s.held.head != nil {
+	if s.held.head != nil || s.barren.head != nil {
 		s.releaseHeld()
 	}
 	if s.lp == nil {
@@ -457,7 +466,7 @@ func (s *stage) turnEnd(load admission.LoopLoad, sampleAt int64) int64 {
 	if due := s.heldDue(); due != 0 {
 		next = min(next, due)
 	}
-	s.st[gHeldConns] = uint64(s.held.n)
+	s.st[gHeldConns] = uint64(s.held.n + s.barren.n)
 	return next
 }
 

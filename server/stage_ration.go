@@ -21,12 +21,13 @@ type readAccount struct {
 	t0      int64 // clock at its start (0: not yet read)
 	rej0    uint64
 	frames0 uint64
+	bytes0  uint64
 	serve   int64 // handler time of its admitted frames
 	crit    bool  // a critical frame was among its refused ones
 }
 
-// heldList is the rationed connections in the order they were held, so
-// its front is (about) the first due: every hold lasts the ration's hold,
+// heldList is rationed connections in the order they were held, so its
+// front is (about) the first due: every hold lasts the ration's hold,
 // which changes only once per busy window.
 type heldList struct {
 	head, tail *connStage
@@ -40,7 +41,7 @@ func (s *stage) openRead(c *Conn) {
 	if !s.rations || s.rd.c == c && s.rd.turn == s.v.now {
 		return
 	}
-	s.rd = readAccount{c: c, turn: s.v.now, rej0: s.st[cRejects], frames0: s.st[cFrames]}
+	s.rd = readAccount{c: c, turn: s.v.now, rej0: s.st[cRejects], frames0: s.st[cFrames], bytes0: s.st[cBytesIn]}
 }
 
 // startRead dates the open read's start at t, if not dated yet.
@@ -53,10 +54,14 @@ func (s *stage) startRead(c *Conn, t int64) {
 // rationRead closes c's read: the share of its time (less its handlers')
 // that its refused frames took is charged to the ration, and while the
 // loop rations, a read that brought only refusals holds c (hold). The
-// read that ends a hold refuses what waited in one batch and holds
-// nothing, so that c's next frames, sent on its refusals, may be served.
-// A read with nothing refused costs no clock reading.
-func (s *stage) rationRead(c *Conn, a *connStage) {
+// reads that end a hold refuse what waited in one batch and hold nothing,
+// so that c's next frames, sent on its refusals, may be served: the read
+// after the hold, and the reads after it while they leave bytes behind
+// (more: the socket not drained, or frames held back), up to
+// releaseBudget reads' worth of bytes, so that a peer that stopped leaves
+// its backlog refused at once while one that never stops is bounded. A
+// read with nothing refused costs no clock reading.
+func (s *stage) rationRead(c *Conn, a *connStage, more bool) {
 	rd := &s.rd
 	if !s.rations || rd.c != c {
 		return
@@ -72,9 +77,12 @@ func (s *stage) rationRead(c *Conn, a *connStage) {
 		s.ration.Refused((s.e.clock() - rd.t0 - rd.serve) * int64(rej) / int64(frames))
 	}
 	released := a.flags&sReleased != 0
-	a.flags &^= sReleased
 	if released {
 		c.flags &^= fRejOnly // the batch the hold gathered goes out with this turn
+		a.relLeft -= int64(s.st[cBytesIn] - rd.bytes0)
+		if !more || a.relLeft <= 0 {
+			a.flags &^= sReleased
+		}
 	}
 	if !s.ration.On() || rej < frames || rd.crit || released || s.v.draining || s.lightConn(a) ||
 		c.flags&fClosed != 0 || c.closing != nil || a.flags&(sSlow|sRationed) != 0 {
@@ -82,6 +90,10 @@ func (s *stage) rationRead(c *Conn, a *connStage) {
 	}
 	s.hold(a, s.v.now)
 }
+
+// releaseBudget is how many read budgets (Config.ReadBudgetBytes) the
+// reads that end a hold may bring before the connection may be held again.
+const releaseBudget = 4
 
 // staleRelease reports whether c's frames come from the read that ends a
 // ration's hold: they may have waited the hold in the kernel.
@@ -92,7 +104,12 @@ func (s *stage) staleRelease(c *Conn) bool {
 
 // hold takes c off the reads for the ration's hold. Its next bytes are
 // dated from since at the latest: they are not proven younger whatever
-// edge reports them.
+// edge reports them. A connection held again with nothing of it admitted
+// since its last hold goes on the barren list, which an idle loop does
+// not read early: a peer that keeps the socket full and never reads its
+// refusals (a flooder) brings only stale frames whenever it is read, and
+// would otherwise be read and refused as fast as the loop goes
+// (docs/OVERLOAD.md#rationed-reads).
 func (s *stage) hold(a *connStage, since int64) {
 	a.flags = a.flags&^sFresh | sRationed
 	a.c.flags |= fDeferred
@@ -103,21 +120,51 @@ func (s *stage) hold(a *connStage, since int64) {
 	}
 	a.heldUntil = s.v.now + h
 	a.nextHeld = nil
-	if s.held.tail == nil {
-		s.held.head = a
-	} else {
-		s.held.tail.nextHeld = a
+	if a.barrenRun < barrenHolds {
+		a.barrenRun++
 	}
-	s.held.tail = a
-	s.held.n++
+	if a.barrenRun >= barrenHolds {
+		s.barren.push(a)
+	} else {
+		s.held.push(a)
+	}
 	s.st[cRationHolds]++
+	s.heldWindow = true
+}
+
+// barrenHolds ration holds in a row with nothing admitted make a held
+// connection barren (hold).
+const barrenHolds = 2
+
+// push appends a to the list.
+func (h *heldList) push(a *connStage) {
+	if h.tail == nil {
+		h.head = a
+	} else {
+		h.tail.nextHeld = a
+	}
+	h.tail = a
+	h.n++
+}
+
+// pop takes the list's first connection off it.
+func (h *heldList) pop() *connStage {
+	a := h.head
+	h.head = a.nextHeld
+	if h.head == nil {
+		h.tail = nil
+	}
+	a.nextHeld = nil
+	h.n--
+	return a
 }
 
 // releaseHeld moves the rationed connections whose hold is over to the
-// ready list, from the front of the held list: all of them when the loop
-// drains, and shed.IdleParkReads more when it had nothing else to do (their
-// waiting frames are refused in one batch; the frames their peers send on
-// those refusals are fresh, so the loop pulls work in as it has room).
+// ready list, from the front of the held lists: all of them when the loop
+// drains, and shed.IdleParkReads more of the held (not barren) ones when it
+// had nothing else to do (their waiting frames are refused in one batch;
+// the frames their peers send on those refusals are fresh, so the loop
+// pulls work in as it has room).
 func (s *stage) releaseHeld() {
 	early := 0
 	if s.held.now {
@@ -127,39 +174,49 @@ func (s *stage) releaseHeld() {
 	for a := s.held.head; a != nil; a = s.held.head {
 		if !s.v.draining && s.v.now < a.heldUntil {
 			if early == 0 {
-				return
+				break
 			}
 			early--
 		}
-		s.held.head = a.nextHeld
-		if s.held.head == nil {
-			s.held.tail = nil
-		}
-		a.nextHeld = nil
-		s.held.n--
-		c := a.c
-		a.flags &^= sRationed
-		c.flags &^= fDeferred
-		if c.flags&fClosed != 0 || s.of(c) != a {
-			continue
-		}
-		a.flags |= sReleased
-		s.act.ready(c, fNeedRead)
-		if c.flags&fRejOnly != 0 && c.out != nil {
-			// the refusals its last read queued go out now at the latest:
-			// a peer that waits for them sends nothing meanwhile
-			c.flags &^= fRejOnly
-			s.act.markDirty(c)
-		}
+		s.release(s.held.pop())
+	}
+	for a := s.barren.head; a != nil && (s.v.draining || s.v.now >= a.heldUntil); a = s.barren.head {
+		s.release(s.barren.pop())
+	}
+}
+
+// release ends a's hold: its connection is read at once, and its held
+// refusals are written with that turn.
+func (s *stage) release(a *connStage) {
+	s.heldWindow = true
+	c := a.c
+	a.flags &^= sRationed
+	c.flags &^= fDeferred
+	if c.flags&fClosed != 0 || s.of(c) != a {
+		return
+	}
+	a.flags |= sReleased
+	a.relLeft = s.relBytes
+	s.act.ready(c, fNeedRead)
+	if c.flags&fRejOnly != 0 && c.out != nil {
+		// the refusals its last read queued go out now at the latest:
+		// a peer that waits for them sends nothing meanwhile
+		c.flags &^= fRejOnly
+		s.act.markDirty(c)
 	}
 }
 
 // heldDue returns when the first rationed connection's hold ends (0: none).
 func (s *stage) heldDue() int64 {
-	if s.held.head == nil {
+	switch {
+	case s.held.head == nil && s.barren.head == nil:
 		return 0
+	case s.barren.head == nil:
+		return s.held.head.heldUntil
+	case s.held.head == nil:
+		return s.barren.head.heldUntil
 	}
-	return s.held.head.heldUntil
+	return min(s.held.head.heldUntil, s.barren.head.heldUntil)
 }
 
 // lightCount counts, busy window by busy window, the tenants that sent

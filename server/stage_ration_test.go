@@ -25,36 +25,47 @@ func rationStage(t *testing.T, classify bool) (*stage, *loop) {
 	s, l := loopStage(e), e.loops[0]
 	l.now = e.clock()
 	s.ration.Refused(int64(60 * time.Millisecond))
-	s.ration.Judge(int64(100*time.Millisecond), true)
+	s.ration.Judge(int64(100*time.Millisecond), true, false)
 	if !s.auto || !s.ration.On() {
 		t.Fatalf("auto %v, rationing %v", s.auto, s.ration.On())
 	}
 	return s, l
 }
 
-// readOf plays one read of c through the stage's hooks, as readConn does:
-// frames decoded, refused of them refused (critical: one of those was a
-// critical frame).
+// readOf plays one read of c that empties its socket through the stage's
+// hooks, as readConn does: frames decoded, refused of them refused
+// (critical: one of those was a critical frame).
 func readOf(s *stage, c *Conn, frames, refused int, critical bool) bool {
+	return readBytes(s, c, frames, refused, critical, 0, true)
+}
+
+// readBytes is readOf for a read of n bytes that emptied the socket or
+// not (drained).
+func readBytes(s *stage, c *Conn, frames, refused int, critical bool, n int, drained bool) bool {
 	if !s.beforeRead(c, false) {
 		return false
 	}
 	s.st[cFrames] += uint64(frames)
 	s.st[cRejects] += uint64(refused)
+	s.st[cBytesIn] += uint64(n)
 	if critical {
 		s.rd.crit = true
 	}
-	s.readEnd(c, 0, false)
+	s.readEnd(c, 0, drained)
 	return true
 }
 
 // TestRationedReads: while the loop rations, a read that brought only
 // refusals holds its connection for the ration's hold (not read, dated
-// from the hold); the read that ends the hold refuses what waited without
-// holding again and lets its refusals go with the turn; the next read
-// that refuses everything holds it again. A read that admitted a frame,
-// or refused a critical one, holds nothing. An idle loop reads the
-// shed.IdleParkReads held longest before their holds end.
+// from the hold); the reads that end the hold (the first, and those after
+// it while they leave bytes behind, up to a release budget) refuse what
+// waited without holding again and let its refusals go with the turn; the
+// next read
+// that refuses everything holds it again, now as barren (nothing admitted
+// since its last hold). A read that admitted a frame, or refused a
+// critical one, holds nothing. An idle loop reads the shed.IdleParkReads
+// held longest before their holds end, but not a barren one, and sleeps
+// when only barren ones are held.
 func TestRationedReads(t *testing.T) {
 	s, l := rationStage(t, false)
 	c := &Conn{loop: l, fd: 7}
@@ -91,14 +102,23 @@ func TestRationedReads(t *testing.T) {
 		t.Fatalf("after its hold: flags %b, conn flags %b, ready %v", a.flags, c.flags, l.readyq.head == c)
 	}
 	c.flags |= fRejOnly
-	if !readOf(s, c, 8, 8, false) || a.flags&(sRationed|sReleased) != 0 || c.flags&fRejOnly != 0 {
-		t.Fatalf("the read that ended the hold: flags %b, its refusals held %v", a.flags, c.flags&fRejOnly != 0)
+	budget := int(s.relBytes)
+	if !readBytes(s, c, 8, 8, false, budget/2, false) || a.flags&(sRationed|sReleased) != sReleased || c.flags&fRejOnly != 0 {
+		t.Fatalf("the read that ended the hold, leaving bytes behind: flags %b, its refusals held %v", a.flags, c.flags&fRejOnly != 0)
+	}
+	if !readBytes(s, c, 8, 8, false, budget/2, false) || a.flags&(sRationed|sReleased) != 0 {
+		t.Fatalf("the reads that ended the hold brought its release budget: flags %b", a.flags)
 	}
 	if !readOf(s, c, 8, 8, false) || a.flags&sRationed == 0 {
 		t.Fatal("the next read that refused everything did not hold again")
 	}
 
-	// an idle loop pulls the shed.IdleParkReads held longest
+	// held twice with nothing admitted: barren, read only when due
+	if s.barren.n != 1 || s.barren.head != a || s.held.n != 0 {
+		t.Fatalf("held again with nothing admitted: %d barren (it first: %v), %d held", s.barren.n, s.barren.head == a, s.held.n)
+	}
+
+	// an idle loop pulls the shed.IdleParkReads held longest, not the barren
 	for fd := 8; fd < 8+2*shed.IdleParkReads; fd++ {
 		ci := &Conn{loop: l, fd: int32(fd)}
 		s.track(ci, &connStage{drainedAt: l.now})
@@ -112,12 +132,27 @@ func TestRationedReads(t *testing.T) {
 	if got := before - s.held.n; got != shed.IdleParkReads {
 		t.Fatalf("an idle loop released %d held connections, want %d", got, shed.IdleParkReads)
 	}
-	if a.flags&sRationed != 0 {
-		t.Fatal("the connection held longest was not among them")
+	if a.flags&sRationed == 0 {
+		t.Fatal("an idle loop read a barren connection before its hold ended")
+	}
+	for s.held.n > 0 && s.idle() {
+		s.releaseHeld()
+	}
+	if s.held.n != 0 || s.idle() {
+		t.Fatalf("%d held left; with only barren connections held an idle loop does not sleep", s.held.n)
+	}
+	if due := s.turnEnd(admission.LoopLoad{}, l.now+int64(time.Hour)); due != a.heldUntil {
+		t.Fatalf("the timerfd wakes the loop in %v, want at the barren hold's end", time.Duration(due-l.now))
+	}
+	l.now = a.heldUntil
+	s.releaseHeld()
+	if a.flags&(sRationed|sReleased) != sReleased || s.barren.n != 0 {
+		t.Fatalf("after its barren hold: flags %b, %d barren", a.flags, s.barren.n)
 	}
 
-	// not overloaded any more: rationing ends, nothing more is held
-	s.ration.Judge(int64(100*time.Millisecond), false)
+	// not overloaded any more, nothing refused, and (as the ration is told)
+	// none held: rationing ends, nothing more is held
+	s.ration.Judge(int64(100*time.Millisecond), false, false)
 	ci := &Conn{loop: l, fd: 100}
 	s.track(ci, &connStage{drainedAt: l.now})
 	if !readOf(s, ci, 3, 3, false) || s.of(ci).flags&sRationed != 0 {

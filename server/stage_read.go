@@ -179,7 +179,7 @@ func (s *stage) readEnd(c *Conn, t0 int64, drained bool) {
 	if s.auto || s.parksLong() {
 		a.pace.Read(s.v.now)
 	}
-	s.rationRead(c, a)
+	s.rationRead(c, a, !drained || c.flags&fHeld != 0 || len(c.in) > 0 && c.flags&fPartial == 0)
 	if t0 != 0 {
 		if drained && c.flags&(fHeld|fClosed) == 0 && (len(c.in) == 0 || c.flags&fPartial != 0) {
 			a.drainedAt = t0

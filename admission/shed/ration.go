@@ -39,7 +39,12 @@ const (
 // not read for Hold. It judges at the end of each busy window (Busy):
 // rationing starts after an overloaded window in which refusals took more
 // than RefuseSharePermille of the busy time, and ends after the first
-// window that was not overloaded. While it rations, the hold follows the
+// window that was not overloaded, in which refusals took under a quarter
+// of the bound, and after which no connection is held: peers that keep
+// their sockets full of frames that would be refused stale (never reading
+// the refusals) leave the loop without a queue, and refusing little, while
+// it holds them, and would be read and refused frame by frame again if it
+// stopped. While it rations, the hold follows the
 // share: doubled after a window over half the bound, halved after one
 // under a quarter of it, within [MinRationHold, MaxRationHold]. Its zero value does
 // not ration. It is not safe for concurrent use.
@@ -54,16 +59,16 @@ type Ration struct {
 func (r *Ration) Refused(d int64) { r.refused += max(0, d) }
 
 // Judge closes a busy window in which the loop was awake for busy
-// nanoseconds, with Busy's judgement of it (overloaded), and starts the
-// next.
-func (r *Ration) Judge(busy int64, overloaded bool) {
+// nanoseconds, with Busy's judgement of it (overloaded) and whether
+// connections are held now (holding), and starts the next.
+func (r *Ration) Judge(busy int64, overloaded, holding bool) {
 	r.share = 0
 	if busy > 0 {
 		r.share = min(1000, r.refused*1000/busy)
 	}
 	r.refused = 0
 	switch {
-	case !overloaded:
+	case !overloaded && (r.hold == 0 || r.share < rationTargetPermille/2 && !holding):
 		r.hold = 0
 	case r.hold == 0:
 		if r.share > RefuseSharePermille {

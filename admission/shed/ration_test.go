@@ -16,26 +16,32 @@ func TestRation(t *testing.T) {
 		name       string
 		refused    int64
 		overloaded bool
+		holding    bool
 		hold       int64
 	}{
-		{"refusals over the bound, not overloaded: no ration", share(500), false, 0},
-		{"overloaded, refusals at the bound: no ration", share(RefuseSharePermille), true, 0},
-		{"overloaded, refusals over the bound: ration starts", share(RefuseSharePermille + 1), true, firstRationHold},
-		{"over the target: the hold doubles", share(rationTargetPermille + 1), true, 2 * firstRationHold},
-		{"doubles again", share(300), true, 4 * firstRationHold},
-		{"capped", share(300), true, MaxRationHold},
-		{"between a quarter and half the bound: kept", share(rationTargetPermille / 2), true, MaxRationHold},
-		{"under a quarter: halved", share(rationTargetPermille/2 - 1), true, MaxRationHold / 2},
-		{"nothing refused: halved", 0, true, MaxRationHold / 4},
-		{"halved", 0, true, MaxRationHold / 8},
-		{"halved", 0, true, MaxRationHold / 16},
-		{"halved", 0, true, MaxRationHold / 32},
-		{"floor", 0, true, MinRationHold},
-		{"not overloaded: ration ends", share(900), false, 0},
+		{"refusals over the bound, not overloaded: no ration", share(500), false, false, 0},
+		{"overloaded, refusals at the bound: no ration", share(RefuseSharePermille), true, false, 0},
+		{"overloaded, refusals over the bound: ration starts", share(RefuseSharePermille + 1), true, false, firstRationHold},
+		{"over the target: the hold doubles", share(rationTargetPermille + 1), true, false, 2 * firstRationHold},
+		{"doubles again", share(300), true, false, 4 * firstRationHold},
+		{"capped", share(300), true, false, MaxRationHold},
+		{"between a quarter and half the bound: kept", share(rationTargetPermille / 2), true, false, MaxRationHold},
+		{"under a quarter: halved", share(rationTargetPermille/2 - 1), true, false, MaxRationHold / 2},
+		{"nothing refused: halved", 0, true, false, MaxRationHold / 4},
+		{"halved", 0, true, false, MaxRationHold / 8},
+		{"halved", 0, true, false, MaxRationHold / 16},
+		{"halved", 0, true, false, MaxRationHold / 32},
+		{"floor", 0, true, false, MinRationHold},
+		{"not overloaded, refusals over a quarter of the bound: ration goes on", share(900), false, false, 2 * MinRationHold},
+		{"not overloaded, refusals at a quarter: kept", share(rationTargetPermille / 2), false, false, 2 * MinRationHold},
+		{"not overloaded, refusals under a quarter, connections held: goes on, halved", share(rationTargetPermille/2 - 1), false, true, MinRationHold},
+		{"not overloaded, nothing refused, connections held: goes on", 0, false, true, MinRationHold},
+		{"not overloaded, refusals under a quarter, none held: ration ends", share(rationTargetPermille/2 - 1), false, false, 0},
+		{"not overloaded, ration off: no ration whatever the refusals", share(900), false, false, 0},
 	}
 	for i, s := range steps {
 		r.Refused(s.refused)
-		r.Judge(busy, s.overloaded)
+		r.Judge(busy, s.overloaded, s.holding)
 		if r.Hold() != s.hold || r.On() != (s.hold > 0) {
 			t.Fatalf("%d (%s): hold %v, on %v; want %v", i, s.name, time.Duration(r.Hold()), r.On(), time.Duration(s.hold))
 		}
@@ -44,7 +50,7 @@ func TestRation(t *testing.T) {
 		}
 	}
 	r.Refused(-5) // a clock that went backwards charges nothing
-	r.Judge(0, true)
+	r.Judge(0, true, false)
 	if r.Share() != 0 {
 		t.Fatalf("share %d after an empty window", r.Share())
 	}
