@@ -118,7 +118,7 @@ type connStage struct {
 	window     uint32    // auto: the busy window in which it last sent a frame (lightCount)
 	slot       uint8     // auto: its tenant's slot (shed.Slot of its peer's key), for lightCount
 	refusedRun uint8     // auto: its frames refused for an admission reason since one was admitted (saturating; lightConn)
-	barrenRun  uint8     // auto: its ration holds since a frame of it was admitted (saturating; hold)
+	barren     bool      // auto: the reads that ended its last hold brought the release budget and left bytes behind, and nothing of it was admitted since (hold)
 	critical   bool      // it sent a critical frame (Classify): the ration's holds stay short for it (hold)
 	prevLazy   *connStage
 	nextLazy   *connStage

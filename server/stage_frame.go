@@ -48,7 +48,7 @@ func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 		return false
 	}
 	if a != nil {
-		a.refusedRun, a.barrenRun = 0, 0
+		a.refusedRun, a.barren = 0, false
 	}
 	return true
 }

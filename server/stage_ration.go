@@ -82,6 +82,7 @@ func (s *stage) rationRead(c *Conn, a *connStage, more bool) {
 		a.relLeft -= int64(s.st[cBytesIn] - rd.bytes0)
 		if !more || a.relLeft <= 0 {
 			a.flags &^= sReleased
+			a.barren = more // a backlog past the budget: a peer that never stops sending
 		}
 	}
 	if !s.ration.On() || rej < frames || rd.crit || released || s.v.draining || s.lightConn(a) ||
@@ -104,9 +105,10 @@ func (s *stage) staleRelease(c *Conn) bool {
 
 // hold takes c off the reads for the ration's hold. Its next bytes are
 // dated from since at the latest: they are not proven younger whatever
-// edge reports them. A connection held again with nothing of it admitted
-// since its last hold goes on the barren list, which an idle loop does
-// not read early: a peer that keeps the socket full and never reads its
+// edge reports them. A barren connection (the reads that ended its last
+// hold brought the release budget and left bytes behind, and nothing of
+// it was admitted since) goes on the barren list, which an idle loop does
+// not read early: a peer that keeps its socket full and never reads its
 // refusals (a flooder) brings only stale frames whenever it is read, and
 // would otherwise be read and refused as fast as the loop goes
 // (docs/OVERLOAD.md#rationed-reads).
@@ -120,10 +122,7 @@ func (s *stage) hold(a *connStage, since int64) {
 	}
 	a.heldUntil = s.v.now + h
 	a.nextHeld = nil
-	if a.barrenRun < barrenHolds {
-		a.barrenRun++
-	}
-	if a.barrenRun >= barrenHolds {
+	if a.barren {
 		s.barren.push(a)
 	} else {
 		s.held.push(a)
@@ -131,10 +130,6 @@ func (s *stage) hold(a *connStage, since int64) {
 	s.st[cRationHolds]++
 	s.heldWindow = true
 }
-
-// barrenHolds ration holds in a row with nothing admitted make a held
-// connection barren (hold).
-const barrenHolds = 2
 
 // push appends a to the list.
 func (h *heldList) push(a *connStage) {

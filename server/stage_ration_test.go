@@ -60,12 +60,12 @@ func readBytes(s *stage, c *Conn, frames, refused int, critical bool, n int, dra
 // from the hold); the reads that end the hold (the first, and those after
 // it while they leave bytes behind, up to a release budget) refuse what
 // waited without holding again and let its refusals go with the turn; the
-// next read
-// that refuses everything holds it again, now as barren (nothing admitted
-// since its last hold). A read that admitted a frame, or refused a
-// critical one, holds nothing. An idle loop reads the shed.IdleParkReads
-// held longest before their holds end, but not a barren one, and sleeps
-// when only barren ones are held.
+// next read that refuses everything holds it again, now as barren (its
+// hold ended in reads that brought the budget and left bytes behind). A
+// read that admitted a frame, or refused a critical one, holds nothing.
+// An idle loop reads the shed.IdleParkReads held longest before their
+// holds end, but not a barren one, and sleeps when only barren ones are
+// held.
 func TestRationedReads(t *testing.T) {
 	s, l := rationStage(t, false)
 	c := &Conn{loop: l, fd: 7}
@@ -113,7 +113,8 @@ func TestRationedReads(t *testing.T) {
 		t.Fatal("the next read that refused everything did not hold again")
 	}
 
-	// held twice with nothing admitted: barren, read only when due
+	// its hold ended in reads that brought the release budget and left
+	// bytes behind: barren, read only when due
 	if s.barren.n != 1 || s.barren.head != a || s.held.n != 0 {
 		t.Fatalf("held again with nothing admitted: %d barren (it first: %v), %d held", s.barren.n, s.barren.head == a, s.held.n)
 	}
