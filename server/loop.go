@@ -331,7 +331,7 @@ func (l *loop) ioPhase(n int) {
 		}
 		if ev&netpoll.Data != 0 { // recv mode: bytes delivered with the completion
 			data, res := l.p.Received(i)
-			l.recvEvent(c, data, res)
+			l.recvEvent(c, data, res, ev&netpoll.More != 0)
 			l.flushEarly(c)
 			continue
 		}

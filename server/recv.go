@@ -29,8 +29,9 @@ import (
 // (res 0) or the recv's error (a negated errno). The bytes are dispatched
 // at once as reads of at most the turn's read budget (so a Raw frame stays
 // within ReadBudgetBytes), straight from the provided buffer; what c cannot
-// take now is held (heldOf), behind anything held before.
-func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
+// take now is held (heldOf), behind anything held before. more: the recv
+// left bytes in the socket (netpoll.More).
+func (l *loop) recvEvent(c *Conn, data []byte, res int32, more bool) {
 	switch {
 	case res < 0:
 		l.closeNow(c, os.NewSyscallError("read", syscall.Errno(-res)))
@@ -59,7 +60,7 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32) {
 		c.holdIn(l.recvFeed(c, data, true))
 		l.recvMore(c)
 	}
-	l.shed.readEnd(c, 0, false) // a read over the tenant's byte quota parks c
+	l.shed.readEnd(c, 0, !more && c.heldLen() == 0) // a read over the tenant's byte quota parks c
 }
 
 // recvFeed dispatches data, bytes c received, as reads of at most the
@@ -101,7 +102,7 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 // nothing held any more, the end of file the recv reported is seen, or the
 // recv is armed for more.
 func (l *loop) recvResume(c *Conn, edge bool) {
-	defer l.shed.readEnd(c, 0, false) // what the frames fed here cost, as a read's
+	defer func() { l.shed.readEnd(c, 0, c.heldLen() == 0) }() // what the frames fed here cost, as a read's
 	if len(c.in) > 0 && c.flags&(fPartial|fDeferred) == 0 && c.readable() {
 		c.newReadTurn()
 		l.consume(c, c.in, true)

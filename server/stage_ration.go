@@ -69,7 +69,9 @@ func (s *stage) rationRead(c *Conn, a *connStage, more bool) {
 	rd.c = nil
 	rej := s.st[cRejects] - rd.rej0
 	if rej == 0 {
-		a.flags &^= sReleased
+		if s.st[cFrames] > rd.frames0 {
+			a.flags &^= sReleased // a frame admitted: what follows is fresh
+		}
 		return
 	}
 	frames := max(s.st[cFrames]-rd.frames0, rej)

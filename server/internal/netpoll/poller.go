@@ -158,6 +158,9 @@ const (
 	Data Events = 1 << 26
 	// Sent marks a send completion (recv mode): Received has its result.
 	Sent Events = 1 << 25
+	// More is set with Data when the receive left bytes in the socket
+	// (IORING_CQE_F_SOCK_NONEMPTY; never on a kernel without it).
+	More Events = 1 << 24
 )
 
 // Errno is the system call error number the raw calls return: a value

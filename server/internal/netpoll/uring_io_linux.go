@@ -220,7 +220,11 @@ func (p *URing) completeRecv(i uint32, c uring.CQE, out int) int {
 	if !r.live || quiet {
 		return out // bytes for a removed registration go back with the rest
 	}
-	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: In | Data, res: c.Res, data: data}
+	ev := In | Data
+	if r.rMore {
+		ev |= More
+	}
+	p.events[out] = uringEvent{fd: r.fd, tag: r.tag, ev: ev, res: c.Res, data: data}
 	return out + 1
 }
 
