@@ -67,13 +67,14 @@ type stage struct {
 	ration shed.Ration // auto: what refusing costs the loop, and the rationed reads' hold
 	rd     readAccount // auto: the read being dispatched, for ration
 	held   heldList    // auto: connections not read while the loop rations (rationRead); an idle loop reads them early
-	barren heldList    // auto: the same, held again with nothing admitted since their last hold: read only when due
-	// heldWindow: a connection was held or released in the current busy
-	// window (the ration goes on while it holds connections: shed.Ration)
-	heldWindow bool
-	light      lightCount // auto: the connections that sent frames, window by window, and the pace that makes one light
-	admitAt    int64      // auto: clock at the last admission, start of the handler's time
-	doneAt     int64      // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
+	barren heldList    // auto: the same, barren ones (connStage.barren): read only when due
+	// barrenWindow: a barren connection was held or released in the
+	// current busy window (the ration goes on while it holds barren
+	// connections: shed.Ration's holding)
+	barrenWindow bool
+	light        lightCount // auto: the connections that sent frames, window by window, and the pace that makes one light
+	admitAt      int64      // auto: clock at the last admission, start of the handler's time
+	doneAt       int64      // timed: clock when the last handler returned, the next admission's now; 0 once used, or after a read or a wait
 
 	frame  admission.Frame
 	keyBuf []byte
@@ -245,8 +246,8 @@ func (s *stage) noteIdle() {
 		}
 	}
 	if busy, closed := s.busy.Judge(s.v.now, s.caps.Short()); closed {
-		s.ration.Judge(busy, s.busy.Overloaded(), s.held.n+s.barren.n > 0 || s.heldWindow)
-		s.heldWindow = false
+		s.ration.Judge(busy, s.busy.Overloaded(), s.barren.n > 0 || s.barrenWindow)
+		s.barrenWindow = false
 		s.light.roll(s.caps.Service())
 		s.st[gRefuseShare] = uint64(s.ration.Share())
 	}

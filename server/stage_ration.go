@@ -126,11 +126,11 @@ func (s *stage) hold(a *connStage, since int64) {
 	a.nextHeld = nil
 	if a.barren {
 		s.barren.push(a)
+		s.barrenWindow = true
 	} else {
 		s.held.push(a)
 	}
 	s.st[cRationHolds]++
-	s.heldWindow = true
 }
 
 // push appends a to the list.
@@ -178,6 +178,7 @@ func (s *stage) releaseHeld() {
 		s.release(s.held.pop())
 	}
 	for a := s.barren.head; a != nil && (s.v.draining || s.v.now >= a.heldUntil); a = s.barren.head {
+		s.barrenWindow = true
 		s.release(s.barren.pop())
 	}
 }
@@ -185,7 +186,6 @@ func (s *stage) releaseHeld() {
 // release ends a's hold: its connection is read at once, and its held
 // refusals are written with that turn.
 func (s *stage) release(a *connStage) {
-	s.heldWindow = true
 	c := a.c
 	a.flags &^= sRationed
 	c.flags &^= fDeferred
