@@ -241,7 +241,9 @@ func (s *stage) noteIdle() {
 	if s.v.slept {
 		d := max(0, s.v.now-s.v.turnEnd)
 		s.busy.Slept(s.v.now, d)
-		if s.fair != nil && s.fair.AllFull() {
+		if s.fair != nil && (s.fair.AllFull() || s.barren.n > 0) {
+			// room the share left, or the loop's only waiting work is
+			// barren connections' stale frames: room either way
 			s.fair.AddIdle(d)
 		}
 	}

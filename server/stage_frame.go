@@ -125,6 +125,11 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 			return false
 		}
 		if limit, r := s.delayCap(c, f.Priority); limit > 0 && t-s.since > limit {
+			if slot >= 0 && s.heldBacklog(c) {
+				// it waited in the kernel because the loop held its
+				// connection: not demand the share divides (shed.Fair.Unoffer)
+				s.fair.Unoffer(slot)
+			}
 			// come back no sooner than this reject may have been held
 			s.refuse(c, frame, r, time.Duration(max(limit, s.rejDelay)))
 			return false

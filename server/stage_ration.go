@@ -105,6 +105,14 @@ func (s *stage) staleRelease(c *Conn) bool {
 	return a != nil && a.flags&sReleased != 0
 }
 
+// heldBacklog reports whether c's frames are what waited in the kernel
+// while the loop held c: they come from the reads that end a hold, or c
+// is barren (its backlog outlasts them).
+func (s *stage) heldBacklog(c *Conn) bool {
+	a := s.of(c)
+	return a != nil && (a.flags&sReleased != 0 || a.barren)
+}
+
 // hold takes c off the reads for the ration's hold. Its next bytes are
 // dated from since at the latest: they are not proven younger whatever
 // edge reports them. A barren connection (the reads that ended its last

@@ -141,6 +141,19 @@ func (f *Fair) Over(slot int) bool {
 	return f.level > 0 && f.admitted[slot] >= f.level
 }
 
+// Unoffer takes back a frame of slot that Over counted as offered and the
+// server then refused as too old because it kept the frame waiting itself
+// (a rationed read's hold): not demand the window could have admitted. A
+// tenant whose frames all arrive that way (peers that flood and never
+// read) would otherwise seem to ask for everything while the window admits
+// next to nothing, and the share left to the others would shrink to a
+// frame or two.
+func (f *Fair) Unoffer(slot int) {
+	if f.offered[slot] > 0 {
+		f.offered[slot]--
+	}
+}
+
 // OverPaced is Over with each share paced over its window: at now a slot
 // may have had its share's part for the time gone by, plus an eighth of it
 // (at least 2), so that a tenant that always has a frame waiting does not

@@ -273,3 +273,43 @@ func TestFairSharePaced(t *testing.T) {
 		t.Error("a slot under its share refused at the start of the window")
 	}
 }
+
+// TestFairShareUnoffer: frames taken back with Unoffer are not demand: a
+// tenant whose offered frames were all taken back does not limit another
+// whose frames were all admitted, where the same frames left offered do.
+func TestFairShareUnoffer(t *testing.T) {
+	flooder, light := Slot([]byte("flooder")), Slot([]byte("light"))
+	for _, unoffer := range []bool{false, true} {
+		var f Fair
+		now := int64(1)
+		f.Roll(now)
+		for i := 0; i < 1000; i++ { // refused too old, after Over counted them
+			f.Over(flooder)
+			if unoffer {
+				f.Unoffer(flooder)
+			}
+		}
+		for i := 0; i < 20; i++ {
+			f.Over(light)
+			f.Admit(light)
+		}
+		now += fairWindowNanos
+		f.Roll(now)
+		limited := 0
+		for i := 0; i < 40; i++ { // the window may be stretched to 200 ms (coarse): twice the frames
+			if f.Over(light) {
+				limited++
+				continue
+			}
+			f.Admit(light)
+		}
+		if unoffer && limited > 0 || !unoffer && limited == 0 {
+			t.Errorf("unoffer %v: the light tenant was refused %d of 40 frames in the next window", unoffer, limited)
+		}
+	}
+	var f Fair
+	f.Unoffer(flooder) // nothing offered: stays at zero
+	if f.offered[flooder] != 0 {
+		t.Fatalf("offered %d after an Unoffer of nothing", f.offered[flooder])
+	}
+}
