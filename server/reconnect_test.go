@@ -176,19 +176,11 @@ func TestHammerCritical(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a hammering client")
 	}
-	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
-	h := newTestHandler()
-	h.frame = func(c *Conn, frame []byte) Action {
-		busyFor(500 * time.Microsecond)
-		c.WriteFrame(frame)
-		return None
-	}
-	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm,
-		Classify: func(_ *Conn, frame []byte, f *admission.Frame) {
-			if len(frame) > 0 && frame[0] == 'c' {
-				f.Priority = admission.PriorityCritical
-			}
-		}}}, h)
+	e := spinEchoEngineClassify(t, func(_ *Conn, frame []byte, f *admission.Frame) {
+		if len(frame) > 0 && frame[0] == 'c' {
+			f.Priority = admission.PriorityCritical
+		}
+	})
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	hm := hammerConn(t, e, net.IPv4(127, 0, 0, 2), 20_000, &stop, &wg)

@@ -401,7 +401,10 @@ func TestRejectsByPriority(t *testing.T) {
 // spinEchoEngine starts one loop with derived shedding and nothing else
 // set (an Admitter with CoDel's defaults, no tenant quota) whose handler
 // spins 500 µs per line and echoes it: capacity about 2,000 frames/s.
-func spinEchoEngine(t *testing.T) *Engine {
+func spinEchoEngine(t *testing.T) *Engine { return spinEchoEngineClassify(t, nil) }
+
+// spinEchoEngineClassify is spinEchoEngine with AdmissionPolicy.Classify.
+func spinEchoEngineClassify(t *testing.T, classify func(*Conn, []byte, *admission.Frame)) *Engine {
 	t.Helper()
 	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
 	h := newTestHandler()
@@ -410,7 +413,7 @@ func spinEchoEngine(t *testing.T) *Engine {
 		c.WriteFrame(frame)
 		return None
 	}
-	return start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm}}, h)
+	return start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm, Classify: classify}}, h)
 }
 
 // TestFairShareBetweenTenants: ten tenants (peer addresses 127.0.0.2-11)
