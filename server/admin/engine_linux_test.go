@@ -172,6 +172,12 @@ func TestAnswersWhileSaturated(t *testing.T) {
 			}
 		}
 	}
+	// A loop publishes its counters once per turn, and a turn here may be
+	// longer than all the probes on a fast machine: the window runs on
+	// until every loop ended a few turns in it.
+	for deadline := time.Now().Add(10 * time.Second); e.Stats().Turns-s0.Turns < uint64(4*loops) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	s1, elapsed := e.Stats(), time.Since(t0)
 
 	frames := s1.Frames - s0.Frames
