@@ -117,7 +117,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 		l.startHandshake(c) // OnOpen once it is done (tls.go)
 		return
 	}
-	c.act(l.h.OnOpen(c))
+	c.act(l.onOpen(c))
 }
 
 // acceptReject accepts one connection while the gate is rejecting and

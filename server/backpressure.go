@@ -93,7 +93,7 @@ func (l *loop) writabilityPhase() {
 			continue
 		}
 		c.flags ^= fUnwritable
-		l.wh.OnWritable(c, writable)
+		l.onWritable(c, writable)
 	}
 	l.wlist = l.wlist[:0]
 }

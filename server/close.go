@@ -68,7 +68,7 @@ func (l *loop) closeNow(c *Conn, cause error) {
 	if c.flags&fHandshake != 0 {
 		return // a TLS connection whose handshake did not finish: the handler never saw it
 	}
-	l.h.OnClose(c, c.closing) // the cause asked for (CloseWithError), though a write stall or an error ended the flush: the counters count that
+	l.onClose(c, c.closing) // the cause asked for (CloseWithError), though a write stall or an error ended the flush: the counters count that
 }
 
 // abort closes c at once (Conn.Abort): SO_LINGER 0 makes the close send a

@@ -45,6 +45,7 @@ type Engine struct {
 	rejecting       atomic.Bool   // the admission gate is GateRejecting: loops accept only to refuse
 	gateTransitions atomic.Uint64
 	inboxFull       atomic.Uint64
+	panics          panics        // recovered from user code (panic.go)
 	queueFullOff    atomic.Uint64 // off-loop writes refused with ErrQueueFull (Conn.reserve)
 
 	// gate closed time, kept under gateMu at gate transitions only

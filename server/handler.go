@@ -32,7 +32,9 @@ func (a Action) String() string {
 // Handler receives a connection's events. Its methods run on the
 // connection's loop goroutine, one at a time per loop, and must not block:
 // a blocked handler stalls every connection of its loop. Hand slow work to
-// other goroutines and reply with Conn.Write from there.
+// other goroutines and reply with Conn.Write from there. A method that
+// panics closes only its connection, with a *PanicError as the cause
+// (docs/ARCHITECTURE.md#handler-panics).
 type Handler interface {
 	// OnOpen is called once, after the connection is accepted and
 	// registered, before any OnFrame.

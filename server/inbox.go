@@ -173,7 +173,7 @@ func (l *loop) inboxPhase() {
 			l.connTask(c, t.kind)
 		case taskRun:
 			if t.fn != nil {
-				t.fn(c)
+				l.runTask(c, t.fn)
 			}
 		}
 		*t = task{}

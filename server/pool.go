@@ -120,7 +120,7 @@ func (p *pool) submit(l *loop, c *Conn, frame []byte, claim *poolClaim, prio adm
 	// waiting since, and the pool's CoDel judges the whole wait
 	t := poolTask{l: l, c: c, fd: c.fd, gen: c.gen, enq: l.arrived, claim: claim, prio: prio, slot: -1}
 	if cfg := &p.cfg; cfg.Deadline != nil {
-		if d := cfg.Deadline(frame, l.e.timeAt(l.now)); !d.IsZero() {
+		if d := p.deadline(l, c, frame, l.e.timeAt(l.now)); !d.IsZero() {
 			t.deadline = max(int64(d.Sub(p.e.start)), 1)
 		}
 	}
@@ -309,7 +309,7 @@ func (p *pool) serve(t *poolTask, v admission.Verdict, rc *reqCtx) (int64, *reqC
 	var took int64
 	if served {
 		rc = rc.begin(t.deadline, t.claim)
-		a := p.cfg.Handler.ServeFrame(rc, t.c, t.buf.B)
+		a := p.serveFrame(rc, t.c, t.buf.B)
 		took = p.e.clock() - now
 		rc = rc.end()
 		stageServe(t.fd, now, now+took)

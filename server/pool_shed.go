@@ -114,7 +114,7 @@ func (p *pool) overloaded() bool { return p.codel != nil && p.codel.Overloaded()
 func (p *pool) offer(l *loop, c *Conn, frame, rest []byte) {
 	prio, claim, slot := l.shed.admitted(c)
 	ordered := !p.cfg.Unordered
-	if ordered && prio != admission.PriorityCritical && (p.overloaded() || p.heldLong(l.now-l.arrived)) && frameFollows(l.codec, rest) {
+	if ordered && prio != admission.PriorityCritical && (p.overloaded() || p.heldLong(l.now-l.arrived)) && l.frameFollows(c, rest) {
 		t := poolTask{claim: claim, prio: prio}
 		p.mu.Lock()
 		p.refuseLocked(l, c, frame, &t, admission.Reject(admission.ReasonCoDel, p.shedAfter()))

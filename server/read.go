@@ -1,7 +1,6 @@
 package server
 
 import (
-	"github.com/sluicenet/sluice/protocol"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -230,7 +229,7 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			}
 			return data, frames, nil
 		}
-		frame, n, err := l.codec.Decode(data)
+		frame, n, err := l.decode(c, data)
 		if err != nil {
 			return nil, frames, err
 		}
@@ -259,18 +258,19 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			pl.offer(l, c, frame, data)
 			continue
 		}
-		c.act(l.h.OnFrame(c, frame))
+		c.act(l.onFrame(c, frame))
 		l.shed.handled(c)
 	}
 	return nil, frames, nil
 }
 
-// frameFollows reports whether data begins with a complete frame.
-func frameFollows(codec protocol.Codec, data []byte) bool {
+// frameFollows reports whether data, c's input, begins with a complete
+// frame.
+func (l *loop) frameFollows(c *Conn, data []byte) bool {
 	if len(data) == 0 {
 		return false
 	}
-	_, n, err := codec.Decode(data)
+	_, n, err := l.decode(c, data)
 	return err == nil && n > 0 && n <= len(data)
 }
 

@@ -28,9 +28,9 @@ func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 		}
 	}
 	if s.fn != nil {
-		v := s.fn(c, frame, s.at(s.v.now))
+		v := s.admit(c, frame, s.at(s.v.now))
 		if !v.Reject {
-			return true
+			return c.closing == nil // closing: it panicked, or closed c
 		}
 		s.st.refused(reasonOf(v.Reason))
 		s.act.answerReject(c, frame, v.Reason, v.RetryAfter)
@@ -75,7 +75,10 @@ func (s *stage) admitPolicy(c *Conn, frame []byte) bool {
 	f.ConnPending = int(c.pending)
 	f.IdempotencyKey, f.Op, f.Payload = nil, nil, nil
 	if s.classify != nil {
-		s.classify(c, frame, f)
+		s.classifyFrame(c, frame, f)
+		if c.closing != nil {
+			return false // it panicked, or closed c: the frame goes nowhere
+		}
 		if f.Priority == admission.PriorityCritical {
 			if a := s.of(c); a != nil {
 				a.critical = true

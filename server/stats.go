@@ -27,12 +27,13 @@ const (
 	CauseShutdown                        // ErrShutdown
 	CauseIOError                         // anything else: ECONNRESET, EPIPE, a handler's own cause
 	CauseTLS                             // ErrTLS: a failed handshake (HandshakeError), a bad record, an alert
+	CauseHandlerPanic                    // ErrHandlerPanic: code called for the connection panicked (PanicError)
 	NumCloseCauses                       // number of causes
 )
 
 var causeNames = [NumCloseCauses]string{
 	"peer_closed", "local", "idle_timeout", "frame_timeout", "write_stall",
-	"frame_too_large", "malformed", "queue_full", "rejected", "shutdown", "io_error", "tls",
+	"frame_too_large", "malformed", "queue_full", "rejected", "shutdown", "io_error", "tls", "handler_panic",
 }
 
 // String returns the cause's metric label, e.g. "idle_timeout".
@@ -68,6 +69,8 @@ func CauseOf(err error) CloseCause {
 		return CauseShutdown
 	case errors.Is(err, ErrTLS):
 		return CauseTLS
+	case errors.Is(err, ErrHandlerPanic):
+		return CauseHandlerPanic
 	}
 	return CauseIOError
 }
@@ -237,6 +240,10 @@ type Stats struct {
 	GateOpen        bool   // the listen gate is open
 	GateTransitions uint64 // gate open→closed plus closed→open
 	InboxFull       uint64 // off-loop calls refused with ErrInboxFull
+	// HandlerPanics counts panics recovered from code the engine called
+	// (PanicError); each closed its connection (Closed[CauseHandlerPanic])
+	// but one in OnClose, which had nothing left to close.
+	HandlerPanics uint64
 
 	Accepted          uint64                  // connections accepted
 	AcceptErrors      uint64                  // accept4/setup failures other than fd shortage
@@ -311,6 +318,7 @@ func (e *Engine) Stats() Stats {
 		GateOpen:        e.gate.Load() == 0,
 		GateTransitions: e.gateTransitions.Load(),
 		InboxFull:       e.inboxFull.Load(),
+		HandlerPanics:   e.panics.n.Load(),
 		Draining:        e.draining.Load(),
 		GateClosedTime:  e.gateClosedTime(),
 	}

@@ -453,7 +453,7 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 	p.buf, p.off, p.end = nil, 0, 0
 	t.more = true
 	c.lastActive = l.now
-	c.act(l.h.OnOpen(c))
+	c.act(l.onOpen(c))
 	if c.flags&fClosed == 0 {
 		// the handshake goroutine may have read past the handshake, and
 		// the edges it consumed will not come again

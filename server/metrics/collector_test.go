@@ -20,7 +20,7 @@ import (
 // scripted returns a Stats with a distinct value in every field.
 func scripted() server.Stats {
 	s := server.Stats{
-		Loops: 2, ConnsOpen: 7, GateOpen: true, GateTransitions: 4, InboxFull: 3,
+		Loops: 2, ConnsOpen: 7, GateOpen: true, GateTransitions: 4, InboxFull: 3, HandlerPanics: 44,
 		Accepted: 100, AcceptErrors: 2, AcceptPauses: 5,
 		TLSHandshaking: 3, TLSHandshakes: 90, TLSResumed: 40, TLSShareWait: 1500 * time.Millisecond,
 		TLSHandshakeFailures: [server.NumHandshakeFailures]uint64{server.HandshakeTimeout: 6, server.HandshakeBadCertificate: 2},
@@ -143,10 +143,11 @@ sluice_epollout_arms_total 12
 # TYPE sluice_queued_bytes gauge
 sluice_queued_bytes{direction="in"} 512
 sluice_queued_bytes{direction="out"} 4096
-# HELP sluice_connections_closed_total Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error, tls).
+# HELP sluice_connections_closed_total Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error, tls, handler_panic).
 # TYPE sluice_connections_closed_total counter
 sluice_connections_closed_total{cause="frame_timeout"} 33
 sluice_connections_closed_total{cause="frame_too_large"} 35
+sluice_connections_closed_total{cause="handler_panic"} 42
 sluice_connections_closed_total{cause="idle_timeout"} 32
 sluice_connections_closed_total{cause="io_error"} 40
 sluice_connections_closed_total{cause="local"} 31
@@ -208,6 +209,7 @@ func TestEngineMetricsValues(t *testing.T) {
 		{"sluice_ready_list_connections", gau, 21},
 		{"sluice_inbox_tasks_total", ctr, 17},
 		{"sluice_inbox_full_total", ctr, 3},
+		{"sluice_handler_panics_total", ctr, 44},
 		{"sluice_stale_events_total", ctr, 18},
 		{"sluice_stale_tasks_total", ctr, 19},
 		{"sluice_timer_fires_total", ctr, 20},

@@ -91,6 +91,8 @@ var engineMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.InboxTasks) }},
 	{"sluice_inbox_full_total", "Off-loop calls refused with ErrInboxFull.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.InboxFull) }},
+	{"sluice_handler_panics_total", "Panics recovered from handlers, codecs and policy functions; each closed its connection (sluice_connections_closed_total{cause=\"handler_panic\"}) but one in OnClose.", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.HandlerPanics) }},
 	{"sluice_stale_events_total", "epoll events for a closed or reused file descriptor, dropped by generation.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.StaleEvents) }},
 	{"sluice_stale_tasks_total", "Inbox tasks for a connection that had closed, dropped.", prometheus.CounterValue,
@@ -102,7 +104,7 @@ var engineMetrics = []statMetric{
 // Labelled engine metrics.
 const (
 	nameClosed       = "sluice_connections_closed_total"
-	helpClosed       = "Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error, tls)."
+	helpClosed       = "Connections closed, by cause (peer_closed, local, idle_timeout, frame_timeout, write_stall, frame_too_large, malformed, queue_full, rejected, shutdown, io_error, tls, handler_panic)."
 	nameQueued       = "sluice_queued_bytes"
 	helpQueued       = "Bytes held now, all connections: direction=\"in\" is unparsed input kept, direction=\"out\" is output queued and not yet written."
 	nameAcceptErrors = "sluice_accept_errors_total"
