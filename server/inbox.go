@@ -146,7 +146,7 @@ func (l *loop) inboxPhase() {
 			continue
 		case taskLoopRun:
 			if t.fn0 != nil {
-				t.fn0()
+				l.runLoopTask(t.fn0)
 			}
 			*t = task{}
 			continue

@@ -14,7 +14,8 @@ import (
 // ErrHandlerPanic is the cause (errors.Is) of a connection closed because
 // code the engine called for it panicked: a Handler or BlockingHandler
 // method, the codec's Decode, a Conn.Run function, the policy's Admit or
-// Classify, the pool's Deadline. The panic is recovered where that code was
+// Classify, the pool's Deadline (or, closing nothing, OnClose or an
+// Engine.Run function). The panic is recovered where that code was
 // called, only that connection closes (its queued output still goes out),
 // and the loop or worker goes on (docs/ARCHITECTURE.md#handler-panics).
 var ErrHandlerPanic = errors.New("sluice: handler panicked")
@@ -49,8 +50,8 @@ type panics struct {
 	unlogged atomic.Uint64
 }
 
-// recovered counts and logs a panic recovered from code called for c and
-// returns its cause.
+// recovered counts and logs a panic recovered from code called for c (nil:
+// for no connection) and returns its cause.
 func (e *Engine) recovered(c *Conn, in string, v any) *PanicError {
 	pe := &PanicError{In: in, Value: v, Stack: debug.Stack()}
 	p := &e.panics
@@ -59,7 +60,11 @@ func (e *Engine) recovered(c *Conn, in string, v any) *PanicError {
 		now := e.clock()
 		last := p.lastLog.Load()
 		if now-last >= int64(time.Second) && p.lastLog.CompareAndSwap(last, now) {
-			lg.Error("sluice: handler panicked; its connection closes", "in", in, "peer", c.remote.String(),
+			peer := ""
+			if c != nil {
+				peer = c.remote.String()
+			}
+			lg.Error("sluice: handler panicked; its connection closes", "in", in, "peer", peer,
 				"panic", fmt.Sprint(v), "suppressed", p.unlogged.Swap(0), "stack", string(pe.Stack))
 		} else {
 			p.unlogged.Add(1)
@@ -115,6 +120,17 @@ func (l *loop) onWritable(c *Conn, writable bool) {
 		}
 	}()
 	l.wh.OnWritable(c, writable)
+}
+
+// runLoopTask runs an Engine.Run function: a panic is counted and logged,
+// and the loop goes on.
+func (l *loop) runLoopTask(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.e.recovered(nil, "Engine.Run", v)
+		}
+	}()
+	fn()
 }
 
 func (l *loop) runTask(c *Conn, fn func(*Conn)) {

@@ -176,7 +176,8 @@ func TestHandlerPanicClosesItsConn(t *testing.T) {
 }
 
 // TestOnClosePanicCounted: a panic in OnClose, when the connection is
-// already closed, is counted and the loop goes on serving.
+// already closed, or in an Engine.Run function, is counted and the loop
+// goes on serving.
 func TestOnClosePanicCounted(t *testing.T) {
 	var closes atomic.Int32
 	h := HandlerFuncs{
@@ -195,6 +196,13 @@ func TestOnClosePanicCounted(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the OnClose panic counted", func() bool { return e.Stats().HandlerPanics == 1 })
 	if err := echoOnce(bystander, "b\n"); err != nil {
 		t.Fatalf("bystander after the panic: %v", err)
+	}
+	if err := e.Run(0, func() { panic("loop task boom") }); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the Engine.Run panic counted", func() bool { return e.Stats().HandlerPanics == 2 })
+	if err := echoOnce(bystander, "c\n"); err != nil {
+		t.Fatalf("bystander after the second panic: %v", err)
 	}
 	if s := e.Stats(); s.Closed[CausePeerClosed] != 1 || s.Closed[CauseHandlerPanic] != 0 || closes.Load() != 1 {
 		t.Errorf("closed by peer %d, by panic %d, OnClose calls %d; want 1, 0, 1", s.Closed[CausePeerClosed], s.Closed[CauseHandlerPanic], closes.Load())
