@@ -24,7 +24,7 @@ const (
 	fEOF                              // read returned end of file
 	fRdHup                            // the peer shut down writing: read on to end of file
 	fClosed                           // closed: the fd is gone
-	fHeld                             // frames held back by MaxFramesPerTurn (ready list)
+	fHeld                             // frames held back by MaxFramesPerTurn or the stage's turn time (ready list)
 	fRejOnly                          // the out-queue holds only refusals the admission stage may hold back
 	fRecvEOF                          // recv mode: the recv reported end of file, seen once held input is used
 	fPoolWait                         // ordered pool: a frame is in the pool; the next waits until it is done

@@ -218,6 +218,7 @@ func (l *loop) consume(c *Conn, data []byte, inPlace bool) {
 // out, a frame is incomplete, reading is paused by backpressure, or c is
 // closing. It returns the unparsed rest and how many frames it consumed.
 func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err error) {
+	spent := false
 	for len(data) > 0 {
 		if c.closing != nil || c.flags&fClosed != 0 {
 			return nil, frames, nil
@@ -239,9 +240,10 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 		if n > len(data) {
 			return nil, frames, errCodecOverrun
 		}
-		if c.turnFrames >= l.cfg.MaxFramesPerTurn {
-			// this turn's frame budget is spent: the rest waits in c.in
-			// and c is served again next turn from the ready list
+		if c.turnFrames >= l.cfg.MaxFramesPerTurn || spent {
+			// this turn's frame budget (or the stage's time for inline
+			// work) is spent: the rest waits in c.in and c is served
+			// again next turn from the ready list
 			c.flags |= fHeld
 			l.st[cFramesHeld]++
 			l.ready(c, fNeedRead)
@@ -259,7 +261,7 @@ func (l *loop) dispatch(c *Conn, data []byte) (rest []byte, frames int, err erro
 			continue
 		}
 		c.act(l.onFrame(c, frame))
-		l.shed.handled(c)
+		spent = l.shed.handled(c)
 	}
 	return nil, frames, nil
 }

@@ -63,8 +63,10 @@ type shedder interface {
 	// admitted: its priority, its idempotency claim (taken), and its
 	// tenant's fair-share slot (-1: none).
 	admitted(c *Conn) (admission.Priority, *poolClaim, int)
-	// handled runs after an inline handler returned.
-	handled(c *Conn)
+	// handled runs after an inline handler returned; true: the turn has
+	// spent its time for inline work, c's further frames wait for the
+	// next turn.
+	handled(c *Conn) bool
 	// frameClaim returns the claim of the frame c is handling (OnFrame).
 	frameClaim(c *Conn) (admission.Claim, bool)
 
@@ -112,7 +114,7 @@ func (noShed) readStart(*Conn, bool) int64              { return 0 }
 func (noShed) readBytes(*Conn, int)                     {}
 func (noShed) readEnd(*Conn, int64, bool)               {}
 func (noShed) admitFrame(*Conn, []byte) bool            { return true }
-func (noShed) handled(*Conn)                            {}
+func (noShed) handled(*Conn) bool                       { return false }
 func (noShed) frameClaim(*Conn) (admission.Claim, bool) { return admission.Claim{}, false }
 func (noShed) rejectQueued(*Conn, bool)                 {}
 func (noShed) holdRejects(*Conn) bool                   { return false }

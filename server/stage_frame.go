@@ -209,11 +209,17 @@ func (s *stage) frameClaim(c *Conn) (admission.Claim, bool) {
 
 // handled is the hook after an inline handler returned: a timed stage
 // times it (afterFrame).
-func (s *stage) handled(c *Conn) {
+func (s *stage) handled(c *Conn) bool {
 	if s.timed {
 		s.afterFrame()
 		stageHandled(c.fd, s.doneAt)
+		// with classes, an edge reported while this turn runs is dated
+		// from its start: past L/3 of inline work the rest waits, so that
+		// the next turn polls it in time for a critical frame's cap L
+		// (docs/OVERLOAD.md#priorities)
+		return s.auto && s.classify != nil && s.doneAt-s.v.now > s.caps.Long()/3
 	}
+	return false
 }
 
 // rejectQueued runs when answerReject left c's out-queue holding only

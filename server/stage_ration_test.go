@@ -356,3 +356,26 @@ func TestRationedReadsOnPool(t *testing.T) {
 		t.Errorf("ration holds %d, want 1", got)
 	}
 }
+
+// TestTurnTimeWithClasses: with classes, once a turn's inline handlers
+// have run past L/3 of it, handled tells dispatch to hold each
+// connection's further frames for the next turn, whose poll dates the
+// edges reported meanwhile (a critical frame's cap is L); before that, or
+// without classes, it does not.
+func TestTurnTimeWithClasses(t *testing.T) {
+	for _, classes := range []bool{false, true} {
+		s, l := rationStage(t, classes)
+		c := &Conn{loop: l, fd: 7}
+		third := s.caps.Long() / 3
+		l.now = s.e.clock()
+		s.admitAt = l.now
+		if s.handled(c) {
+			t.Errorf("classes %v: a turn just begun is spent", classes)
+		}
+		l.now = s.e.clock() - third - int64(time.Millisecond)
+		s.admitAt = s.e.clock()
+		if got := s.handled(c); got != classes {
+			t.Errorf("classes %v: a turn past L/3 (L %v) of inline work: spent %v, want %v", classes, time.Duration(s.caps.Long()), got, classes)
+		}
+	}
+}

@@ -183,7 +183,7 @@ const (
 	cStaleEvents
 	cStaleTasks
 	cTimerFires
-	cFramesHeld     // dispatches stopped by MaxFramesPerTurn
+	cFramesHeld     // dispatches stopped by MaxFramesPerTurn or the stage's turn time
 	cBacklogRejects // connections accepted only to be refused (GateRejecting)
 	cEarlySubmits   // io_uring submissions of a turn's sends before its end (submitEarly)
 	cRationHolds    // reads held back because they brought only refusals while the loop rationed (stage_ration.go)
@@ -259,8 +259,9 @@ type Stats struct {
 	BytesIn         uint64 // bytes read
 	Frames          uint64 // frames decoded
 	ReadBudgetSpent uint64 // reads stopped by ReadBudgetBytes (connection to the ready list)
-	// FrameBudgetSpent counts dispatches stopped by MaxFramesPerTurn (the
-	// rest of the input waits, the connection goes to the ready list).
+	// FrameBudgetSpent counts dispatches stopped by MaxFramesPerTurn, or
+	// with derived shedding and classes, by a turn's inline work past L/3 (the rest of
+	// the input waits, the connection goes to the ready list).
 	FrameBudgetSpent uint64
 
 	Flushes          uint64 // ioflush.Flush calls (writev, usually one each)

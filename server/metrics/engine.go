@@ -51,7 +51,7 @@ var engineMetrics = []statMetric{
 		func(s *server.Stats) float64 { return float64(s.Frames) }},
 	{"sluice_read_budget_spent_total", "Reads stopped by ReadBudgetBytes; the connection went to the ready list.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.ReadBudgetSpent) }},
-	{"sluice_frame_budget_spent_total", "Dispatches stopped by MaxFramesPerTurn; the rest of the input waits and the connection went to the ready list.", prometheus.CounterValue,
+	{"sluice_frame_budget_spent_total", "Dispatches stopped by MaxFramesPerTurn (or, with derived shedding and classes, a turn's inline work past L/3); the rest of the input waits and the connection went to the ready list.", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.FrameBudgetSpent) }},
 	{"sluice_frames_rejected_total", "Frames refused by admission before the handler (all reasons).", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Rejects) }},
