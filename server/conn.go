@@ -34,6 +34,7 @@ const (
 	fWListed                          // on the loop's writability list (writability.go)
 	fUnwritable                       // the handler was last told the connection is not writable
 	fHandshake                        // TLS handshake in progress (tls.go): not read; the handler has not seen it
+	fRecvMore                         // recv mode: the last recv left bytes in the socket (netpoll.More)
 )
 
 // Connection states visible to other goroutines.

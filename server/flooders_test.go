@@ -20,8 +20,7 @@ import (
 // and refused frame by frame: each is read only when a hold ends (holds
 // last at least shed.MinRationHold: an idle loop does not read them early,
 // since their reads never bring an admitted frame) and brings at most the
-// release budget then (with read(2): in io_uring's recv mode the loop may
-// not ration them, below); and none of the nine is starved (at least two
+// release budget then, on either backend; and none of the nine is starved (at least two
 // thirds served; the target, 99% with a p99 of 20 ms, is measured in
 // docs/OVERLOAD.md, not here).
 func TestNeverReadingFlooders(t *testing.T) {
@@ -52,15 +51,7 @@ func TestNeverReadingFlooders(t *testing.T) {
 		}()
 	}
 	defer func() { stop.Store(true); wg.Wait() }()
-	// In recv mode the loop's account of its refusals leaves out their
-	// receives and sends (the kernel does them in io_uring_enter), and may
-	// stay under the ration's bound: it need not hold them there
-	// (docs/OVERLOAD.md, "Not yet met").
-	recv := e.Backend() == BackendIOURing
-	s0 := waitStats(t, e, "the flooders refused", func(s Stats) bool { return s.Rejects > 0 })
-	if !recv {
-		s0 = waitStats(t, e, "the flooders held", func(s Stats) bool { return s.Admission.HeldConns > 0 })
-	}
+	s0 := waitStats(t, e, "the flooders held", func(s Stats) bool { return s.Admission.HeldConns > 0 })
 	t0 := time.Now()
 	served := nineTenants(t, e)
 	elapsed := time.Since(t0)
@@ -72,10 +63,10 @@ func TestNeverReadingFlooders(t *testing.T) {
 	// before the next hold (one read budget each side of it)
 	perHold := uint64((releaseBudget + 2) * DefaultReadBudgetBytes) // spinEchoEngine's
 	nine := uint64(nine * nineFrames * 2)
-	if limit := (holds+flooders)*perHold + nine; !recv && read > limit {
+	if limit := (holds+flooders)*perHold + nine; read > limit {
 		t.Errorf("the loop read %d bytes in %d holds of %d flooders: more than %d a hold", read, holds, flooders, perHold)
 	}
-	if limit := uint64(flooders) * (uint64(elapsed/time.Duration(shed.MinRationHold)) + 2); !recv && holds > limit {
+	if limit := uint64(flooders) * (uint64(elapsed/time.Duration(shed.MinRationHold)) + 2); holds > limit {
 		t.Errorf("%d holds of %d flooders in %v: read before their holds ended (at most %d)", holds, flooders, elapsed, limit)
 	}
 	for i := range served {

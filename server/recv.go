@@ -48,10 +48,15 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32, more bool) {
 		l.p.RecvOff(int(c.fd)) // closing: input is dropped, as epoll leaves it unread
 		return
 	}
-	l.st[cReads]++
-	l.st[cBytesIn] += uint64(len(data))
 	c.lastActive = l.now
 	l.shed.readStart(c, c.heldLen() == 0)
+	if more {
+		c.flags |= fRecvMore
+	} else {
+		c.flags &^= fRecvMore
+	}
+	l.st[cReads]++
+	l.st[cBytesIn] += uint64(len(data)) // after readStart, which opens the read's account of them (rationRead)
 	l.shed.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
 	if c.heldLen() > 0 {
 		c.holdIn(data)
@@ -102,7 +107,9 @@ func (l *loop) recvFeed(c *Conn, data []byte, edge bool) []byte {
 // nothing held any more, the end of file the recv reported is seen, or the
 // recv is armed for more.
 func (l *loop) recvResume(c *Conn, edge bool) {
-	defer func() { l.shed.readEnd(c, 0, c.heldLen() == 0) }() // what the frames fed here cost, as a read's
+	// what the frames fed here cost, as a read's; it drained c if nothing is
+	// held and the last recv left the socket empty
+	defer func() { l.shed.readEnd(c, 0, c.heldLen() == 0 && c.flags&fRecvMore == 0) }()
 	if len(c.in) > 0 && c.flags&(fPartial|fDeferred) == 0 && c.readable() {
 		c.newReadTurn()
 		l.consume(c, c.in, true)

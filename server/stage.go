@@ -66,8 +66,14 @@ type stage struct {
 	fair   *shed.Fair  // auto without a tenant quota: max-min shares while overloaded
 	ration shed.Ration // auto: what refusing costs the loop, and the rationed reads' hold
 	rd     readAccount // auto: the read being dispatched, for ration
-	held   heldList    // auto: connections not read while the loop rations (rationRead); an idle loop reads them early
-	barren heldList    // auto: the same, barren ones (connStage.barren): read only when due
+	// kernel is recv mode's part of refusing that no read times: the
+	// turn's non-blocking wait, where the kernel received and sent its
+	// bytes (io_uring_enter), charged at the turn's end in the share of
+	// its frames refused since rej0 and frames0 (chargeKernel)
+	kernel        int64
+	rej0, frames0 uint64
+	held          heldList // auto: connections not read while the loop rations (rationRead); an idle loop reads them early
+	barren        heldList // auto: the same, barren ones (connStage.barren): read only when due
 	// barrenWindow: a barren connection was held or released in the
 	// current busy window (the ration goes on while it holds barren
 	// connections: shed.Ration's holding)
@@ -354,6 +360,12 @@ func (s *stage) afterWait(prev int64) {
 	}
 	if s.rations {
 		s.noteIdle()
+		if s.v.recvMode {
+			s.kernel, s.rej0, s.frames0 = 0, s.st[cRejects], s.st[cFrames]
+			if !s.v.slept {
+				s.kernel = s.v.now - s.v.turnEnd
+			}
+		}
 	}
 	now := s.at(s.v.now)
 	if s.v.slept {
@@ -451,6 +463,9 @@ func (s *stage) idle() bool {
 // and when the deferred connections are due.
 func (s *stage) turnEnd(load admission.LoopLoad, sampleAt int64) int64 {
 	next := int64(math.MaxInt64)
+	if s.kernel > 0 {
+		s.chargeKernel()
+	}
 	if s.lp != nil {
 		s.st[gDelayCap] = uint64(s.caps.Short())
 		s.st[gServiceNanos] = uint64(s.caps.Service())
@@ -471,6 +486,19 @@ func (s *stage) turnEnd(load admission.LoopLoad, sampleAt int64) int64 {
 	}
 	s.st[gHeldConns] = uint64(s.held.n + s.barren.n)
 	return next
+}
+
+// chargeKernel charges the ration with the refused frames' share of the
+// turn's wait in recv mode: the kernel's receives and sends, which happen
+// in io_uring_enter and which no read's clock sees (read(2) mode times
+// its reads), so that refusing in recv mode costs what it costs
+// (docs/OVERLOAD.md#rationed-reads).
+func (s *stage) chargeKernel() {
+	rej := s.st[cRejects] - s.rej0
+	if frames := max(s.st[cFrames]-s.frames0, rej); rej > 0 {
+		s.ration.Refused(s.kernel * int64(rej) / int64(frames))
+	}
+	s.kernel = 0
 }
 
 // countDecision counts a refusal decided outside the Admitter (a handler's

@@ -36,7 +36,10 @@ func (s *stage) beforeRead(c *Conn, edge bool) bool {
 		}
 		return false
 	}
-	if edge && s.slowReads && s.deferRead(c, a) {
+	// in recv mode the reads that end a ration's hold go on while they
+	// leave bytes behind (rationRead), though each completion comes as
+	// an edge
+	if edge && s.slowReads && (a.flags&sReleased == 0 || !s.v.recvMode) && s.deferRead(c, a) {
 		return false
 	}
 	if s.shedDelay {
