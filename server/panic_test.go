@@ -208,3 +208,61 @@ func TestOnClosePanicCounted(t *testing.T) {
 		t.Errorf("closed by peer %d, by panic %d, OnClose calls %d; want 1, 0, 1", s.Closed[CausePeerClosed], s.Closed[CauseHandlerPanic], closes.Load())
 	}
 }
+
+// TestOnWritablePanic: a WritabilityHandler whose OnWritable panics (here
+// when a peer that never reads fills its out-queue past the high
+// watermark) closes only that connection, with a PanicError in
+// "OnWritable" as OnClose's cause once its queued output stalls
+// (WriteStallTimeout); another connection echoes before and after.
+func TestOnWritablePanic(t *testing.T) {
+	causes := make(chan error, 4)
+	chunk := bytes.Repeat([]byte("x"), 4<<10)
+	h := HandlerFuncs{
+		Frame: func(c *Conn, frame []byte) Action {
+			if isBoom(frame) {
+				for range 16 { // 64 KiB for a peer that never reads
+					if c.Write(chunk) != nil {
+						break
+					}
+				}
+				return None
+			}
+			c.WriteFrame(frame)
+			return None
+		},
+		Writable: func(c *Conn, writable bool) {
+			if !writable {
+				panic("writable boom")
+			}
+		},
+		Close: func(c *Conn, cause error) { causes <- cause },
+	}
+	e := start(t, Config{Loops: 1, Codec: protocol.Delimited{}, SocketSendBufferBytes: 4096,
+		OutQueueHighBytes: 8 << 10, WriteStallTimeout: 200 * time.Millisecond}, h)
+	victim, err := dialSmallWindow(e.Addr().String(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	bystander := dial(t, e)
+	if err := echoOnce(bystander, "a\n"); err != nil {
+		t.Fatal(err)
+	}
+	victim.Write([]byte("boom\n")) // and never read
+	var cause error
+	select {
+	case cause = <-causes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnClose for the victim")
+	}
+	var pe *PanicError
+	if !errors.As(cause, &pe) || pe.In != "OnWritable" {
+		t.Fatalf("OnClose cause %v (%T), want a PanicError in OnWritable", cause, cause)
+	}
+	if err := echoOnce(bystander, "b\n"); err != nil {
+		t.Fatalf("bystander after the panic: %v", err)
+	}
+	if n := e.Stats().HandlerPanics; n != 1 {
+		t.Errorf("HandlerPanics %d, want 1", n)
+	}
+}

@@ -57,7 +57,7 @@ func (l *loop) recvEvent(c *Conn, data []byte, res int32, more bool) {
 	}
 	l.st[cReads]++
 	l.st[cBytesIn] += uint64(len(data)) // after readStart, which opens the read's account of them (rationRead)
-	l.shed.readBytes(c, len(data)) // a tenant's byte quota is charged on arrival
+	l.shed.readBytes(c, len(data))      // a tenant's byte quota is charged on arrival
 	if c.heldLen() > 0 {
 		c.holdIn(data)
 		l.readConn(c, true)
