@@ -46,7 +46,9 @@
 // describe causes (OnClose receives one), actions are instructions. Writes
 // are not returned but made through the Conn, because a handler may reply
 // zero or many times, to this or another connection, now or later from
-// another goroutine.
+// another goroutine. A handler (or codec, or policy function) that panics
+// closes only its connection, with a *PanicError as the cause: the engine
+// recovers at each call, never around a turn (docs/ARCHITECTURE.md#handler-panics).
 //
 // # Loops and the turn
 //
