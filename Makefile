@@ -62,7 +62,7 @@ allocs-uring:
 examples:
 	$(GO) test -count=1 -timeout 2m -run '^TestExamples$$' ./examples
 
-## fuzz-smoke: each fuzz target of both modules for FUZZTIME (default 3s), starting from its committed corpus.
+## fuzz-smoke: each fuzz target of both modules for FUZZTIME (default 3s), starting from its committed corpus, FUZZJOBS (default 2) at a time.
 fuzz-smoke:
 	FUZZTIME=$(FUZZTIME) bash .ci/fuzz
 
