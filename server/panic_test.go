@@ -151,12 +151,7 @@ func TestHandlerPanicClosesItsConn(t *testing.T) {
 			if string(got) != want {
 				t.Errorf("victim read %q before the close, want %q", got, want)
 			}
-			var cause error
-			select {
-			case cause = <-causes:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no OnClose for the victim")
-			}
+			cause := victimCause(t, causes)
 			var pe *PanicError
 			if !errors.As(cause, &pe) || !errors.Is(cause, ErrHandlerPanic) || pe.In != name || len(pe.Stack) == 0 {
 				t.Fatalf("OnClose cause %v (%T), want a PanicError in %s with its stack", cause, cause, name)
@@ -249,12 +244,7 @@ func TestOnWritablePanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim.Write([]byte("boom\n")) // and never read
-	var cause error
-	select {
-	case cause = <-causes:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no OnClose for the victim")
-	}
+	cause := victimCause(t, causes)
 	var pe *PanicError
 	if !errors.As(cause, &pe) || pe.In != "OnWritable" {
 		t.Fatalf("OnClose cause %v (%T), want a PanicError in OnWritable", cause, cause)
@@ -265,4 +255,17 @@ func TestOnWritablePanic(t *testing.T) {
 	if n := e.Stats().HandlerPanics; n != 1 {
 		t.Errorf("HandlerPanics %d, want 1", n)
 	}
+}
+
+// victimCause waits up to 10 s for the OnClose cause of the connection
+// that panicked.
+func victimCause(t *testing.T, causes <-chan error) error {
+	t.Helper()
+	select {
+	case cause := <-causes:
+		return cause
+	case <-time.After(10 * time.Second):
+		t.Fatal("no OnClose for the victim")
+	}
+	return nil
 }
