@@ -20,9 +20,9 @@ import (
 // and refused frame by frame: each is read only when a hold ends (holds
 // last at least shed.MinRationHold: an idle loop does not read them early,
 // since their reads never bring an admitted frame) and brings at most the
-// release budget then, on either backend; and none of the nine is starved (at least two
-// thirds served; the target, 99% with a p99 of 20 ms, is measured in
-// docs/OVERLOAD.md, not here).
+// release budget then, on either backend; and none of the nine is starved
+// (at least two thirds served; the target, 99% with a p99 of 20 ms, is
+// measured in docs/OVERLOAD.md, not here).
 func TestNeverReadingFlooders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a flood")

@@ -481,9 +481,7 @@ func (s *stage) turnEnd(load admission.LoopLoad, sampleAt int64) int64 {
 	if s.slowDue != 0 {
 		next = min(next, s.slowDue)
 	}
-	if due := s.heldDue(); due != 0 {
-		next = min(next, due)
-	}
+	next = min(next, s.held.due(), s.barren.due())
 	s.st[gHeldConns] = uint64(s.held.n + s.barren.n)
 	return next
 }

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/sluicenet/sluice/admission/shed"
+import (
+	"math"
+
+	"github.com/sluicenet/sluice/admission/shed"
+)
 
 // Rationed reads (docs/OVERLOAD.md#rationed-reads): the stage times the
 // frames it refuses, read by read, and once refusing takes more than
@@ -211,17 +215,13 @@ func (s *stage) release(a *connStage) {
 	}
 }
 
-// heldDue returns when the first rationed connection's hold ends (0: none).
-func (s *stage) heldDue() int64 {
-	switch {
-	case s.held.head == nil && s.barren.head == nil:
-		return 0
-	case s.barren.head == nil:
-		return s.held.head.heldUntil
-	case s.held.head == nil:
-		return s.barren.head.heldUntil
+// due returns when the hold of the list's first connection ends
+// (math.MaxInt64: the list is empty).
+func (h *heldList) due() int64 {
+	if h.head == nil {
+		return math.MaxInt64
 	}
-	return min(s.held.head.heldUntil, s.barren.head.heldUntil)
+	return h.head.heldUntil
 }
 
 // lightCount counts, busy window by busy window, the tenants that sent
