@@ -35,6 +35,11 @@ const (
 	// ReasonFair: the queue is overloaded and the tenant has had more
 	// than its share of what was admitted recently (no quota configured).
 	ReasonFair
+	// ReasonGoAway: the connection kept sending while the server refused
+	// it for a long time; the server closes it after this last refusal and
+	// refuses the tenant's new connections until RetryAfter has passed
+	// (the server package's AdmissionPolicy.GoAwayAfter).
+	ReasonGoAway
 
 	// NumReasons is the number of reasons including ReasonNone; arrays
 	// indexed by Reason have this length.
@@ -52,6 +57,7 @@ var reasonNames = [NumReasons]string{
 	ReasonMemory:      "memory",
 	ReasonDraining:    "draining",
 	ReasonFair:        "fair",
+	ReasonGoAway:      "goaway",
 }
 
 // String returns the reason's lower-case name as used in metrics labels and
@@ -75,13 +81,13 @@ func ParseReason(s string) (Reason, error) {
 
 // HTTPStatus returns the HTTP status a codec should send for a refusal with
 // this reason: 429 Too Many Requests when the client itself exceeded its
-// quota (tenant), 503 Service Unavailable when the server is overloaded, and
-// 200 for ReasonNone.
+// quota (tenant) or kept sending while refused (goaway), 503 Service
+// Unavailable when the server is overloaded, and 200 for ReasonNone.
 func (r Reason) HTTPStatus() int {
 	switch r {
 	case ReasonNone:
 		return 200
-	case ReasonTenant:
+	case ReasonTenant, ReasonGoAway:
 		return 429
 	default:
 		return 503

@@ -341,6 +341,9 @@ type LoadResult struct {
 	// failed during the run.
 	ConnsOpen int `json:"conns_open"`
 	ConnsLost int `json:"conns_lost"`
+	// GoAways is how many connections the server closed after a final
+	// refusal (reason "goaway"): their requests count as refused, not lost.
+	GoAways int `json:"goaways,omitempty"`
 	// TLSVersion and TLSCipherSuite are what the first TLS handshake of
 	// the run negotiated (empty without TLS).
 	TLSVersion     string `json:"tls_version,omitempty"`
@@ -453,7 +456,7 @@ func FormatLoadResult(r *LoadResult) string {
 		}
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "conns       %d open, %d lost; unfinished %d, dropped %d; errors %v\n", r.ConnsOpen, r.ConnsLost, r.Unfinished, r.Dropped, r.Errors)
+	fmt.Fprintf(&b, "conns       %d open, %d lost, %d closed with a final refusal; unfinished %d, dropped %d; errors %v\n", r.ConnsOpen, r.ConnsLost, r.GoAways, r.Unfinished, r.Dropped, r.Errors)
 	if r.FirstError != "" {
 		fmt.Fprintf(&b, "first error %s\n", r.FirstError)
 	}

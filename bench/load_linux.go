@@ -223,6 +223,7 @@ func collect(cfg *LoadConfig, tallies []*tally, connsOpen int, unfinished int64,
 		res.Missed += w.missed
 		res.Dropped += w.dropped
 		res.ConnsLost += w.lost
+		res.GoAways += w.goAways
 		errs.add(&w.errs)
 		hists = append(hists, w.hist)
 		lags = append(lags, w.lagHist)

@@ -376,6 +376,10 @@ func (w *worker) consumeFramed(c *conn, data []byte, now int64) {
 			w.fail(c, err)
 			return
 		}
+		if k == goAwayKind {
+			w.goAway(c, r, now)
+			return
+		}
 		if k >= 0 { // the server refused the request: not goodput
 			c.seqRecv++
 			w.rejected(c, r, k, now)
@@ -417,6 +421,23 @@ func (w *worker) rejected(c *conn, r request, k int, now int64) {
 		c.q.push(request{intendedNanos: now, size: w.nextSize()})
 		c.owed++
 	}
+}
+
+// goAway handles a final refusal read at now for request r: the server
+// closes the connection after it, so it answers every request c still
+// holds (each counted as refused "goaway", none as lost), and c is closed
+// without an error. A closed loop goes on with its other connections.
+func (w *worker) goAway(c *conn, r request, now int64) {
+	w.rejectedAt(r, goAwayKind, now, w.warmEnd, w.endNanos)
+	for c.q.len() > 0 {
+		r, _ := c.q.pop()
+		w.rejectedAt(r, goAwayKind, now, w.warmEnd, w.endNanos)
+	}
+	c.owed = 0
+	c.dead = true
+	w.goAways++
+	_ = unix.Close(c.fd)
+	c.fd = -1
 }
 
 // fail closes c and counts the failure.

@@ -11,7 +11,11 @@ const rejectPrefix = "-REJECT "
 
 // knownReasons are the refusal reasons counted by name; others count as
 // "other".
-var knownReasons = [...]string{"global", "tenant", "concurrency", "queue", "codel", "cpu", "memory", "draining", "fair"}
+var knownReasons = [...]string{"global", "tenant", "concurrency", "queue", "codel", "cpu", "memory", "draining", "fair", "goaway"}
+
+// goAwayKind is the index of "goaway", the final refusal after which the
+// server closes the connection (server.ErrGoAway).
+const goAwayKind = 9
 
 // numRejectKinds is knownReasons plus "other".
 const numRejectKinds = len(knownReasons) + 1

@@ -53,3 +53,9 @@ func FuzzRejectReason(f *testing.F) {
 		}
 	})
 }
+
+func TestGoAwayKind(t *testing.T) {
+	if knownReasons[goAwayKind] != "goaway" {
+		t.Fatalf("knownReasons[goAwayKind] = %q, want goaway", knownReasons[goAwayKind])
+	}
+}

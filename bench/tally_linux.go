@@ -22,6 +22,7 @@ type tally struct {
 	allMsgs, dropped int64
 	errs             errorCounts
 	lost             int
+	goAways          int // connections the server closed with a final refusal (goAway)
 	firstErr         error
 }
 

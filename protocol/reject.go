@@ -30,6 +30,9 @@ const (
 	// ReasonFair: the server is overloaded and the client's tenant has
 	// had more than its share of it.
 	ReasonFair = "fair"
+	// ReasonGoAway: the client's connection kept sending while refused;
+	// this refusal is its last, the server closes it (admission.ReasonGoAway).
+	ReasonGoAway = "goaway"
 	// ReasonInProgress: the request's idempotency key is claimed by a
 	// request still running.
 	ReasonInProgress = "in_progress"
@@ -39,14 +42,14 @@ const (
 
 // RejectStatus is the one mapping from a refusal reason to the status a
 // protocol with statuses reports, as an HTTP status code: 429 Too Many
-// Requests for ReasonTenant and ReasonFair (the client exceeded its own
-// quota, or its share of an overloaded server), 409 Conflict for
+// Requests for ReasonTenant, ReasonFair and ReasonGoAway (the client
+// exceeded its own quota, or its share of an overloaded server), 409 Conflict for
 // ReasonInProgress, 422 Unprocessable Content for ReasonMismatch (the
 // statuses of the IETF Idempotency-Key draft), and 503 Service Unavailable
 // for every other reason (the server is overloaded or draining).
 func RejectStatus(reason string) int {
 	switch reason {
-	case ReasonTenant, ReasonFair:
+	case ReasonTenant, ReasonFair, ReasonGoAway:
 		return 429
 	case ReasonInProgress:
 		return 409

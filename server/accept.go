@@ -50,6 +50,11 @@ func (l *loop) acceptPhase() {
 				return
 			}
 		}
+		if left := l.shed.cooling(peer); left > 0 {
+			l.e.unreserveConn()
+			l.refuseCooling(fd, left)
+			continue
+		}
 		l.open(fd, peer)
 	}
 }

@@ -194,6 +194,21 @@ type AdmissionPolicy struct {
 	// written at once like any reply, and every readable connection is
 	// read every turn.
 	RejectFlushDelay time.Duration
+
+	// GoAwayAfter closes a connection that the loop has refused for this
+	// long without admitting one of its frames, while the loop rations its
+	// reads: instead of another hold it gets a final refusal (reason
+	// "goaway", retry-after GoAwayAfter) and is closed once that is
+	// written, and its tenant's (TenantKey's) new connections are refused
+	// at accept with the same refusal and a close until the retry-after
+	// has passed. A client that keeps sending past any share the loop can
+	// give it then costs the loop an accept, a write and a close per
+	// attempt instead of reads and refusals. Critical and light
+	// connections are never held, so never closed this way
+	// (docs/OVERLOAD.md#final-refusals). Zero: DefaultGoAwayAfter with
+	// derived caps (MaxQueueDelay zero with the Admitter's CoDel), none
+	// otherwise; Off: none.
+	GoAwayAfter time.Duration
 }
 
 // Off turns off an AdmissionPolicy setting whose zero value derives it:
@@ -237,6 +252,8 @@ func validateAdmission(a Admission) error {
 		return bad(fmt.Sprintf("MaxQueueDelay = %v: must be Off, zero (derived) or positive, and a positive cap needs the Admitter's CoDel", p.MaxQueueDelay))
 	case p.ChargeReadBytes && (p.CostBytes || p.Admitter.Tenants() == nil):
 		return bad("ChargeReadBytes needs the Admitter's tenant quota and excludes CostBytes")
+	case p.GoAwayAfter < 0 && p.GoAwayAfter != Off || p.GoAwayAfter > time.Hour:
+		return bad(fmt.Sprintf("GoAwayAfter = %v: must be Off or in [0, 1h]", p.GoAwayAfter))
 	case p.RejectFlushDelay < 0 && p.RejectFlushDelay != Off || p.RejectFlushDelay > time.Second:
 		return bad(fmt.Sprintf("RejectFlushDelay = %v: must be Off or in [0, 1s]", p.RejectFlushDelay))
 	}
@@ -287,6 +304,11 @@ type AdmissionStats struct {
 	RefuseShare float64
 	RationHolds uint64
 	HeldConns   int64
+	// GoAways counts connections closed with a final refusal (reason
+	// "goaway") after AdmissionPolicy.GoAwayAfter of refusals, and
+	// GoAwayConns the connections refused at accept while their tenant
+	// cooled after one (docs/OVERLOAD.md#final-refusals).
+	GoAways, GoAwayConns uint64
 	// Pool is the worker pool's state; zero without a pool.
 	Pool PoolStats
 	// Policy is Admitter.Stats (zero without a policy): load, pressure,
@@ -304,6 +326,8 @@ func (e *Engine) admissionStats(sum *counters, queuedBytes int64) AdmissionStats
 		AcceptQueueDepth: int64(sum[gAcceptDepth]),
 		AcceptQueueLimit: int64(sum[gAcceptLimit]),
 		RationHolds:      sum[cRationHolds],
+		GoAways:          sum[cGoAways],
+		GoAwayConns:      sum[cGoAwayConns],
 		HeldConns:        int64(sum[gHeldConns]),
 	}
 	for i := range s.Rejects {

@@ -43,6 +43,7 @@ type Engine struct {
 	open            atomic.Int64  // open connections, all loops (the gate's watermarks, Stats)
 	gate            atomic.Uint32 // gate reasons holding the listener closed
 	rejecting       atomic.Bool   // the admission gate is GateRejecting: loops accept only to refuse
+	cool            coolTable     // tenants refused at accept after a final refusal (goaway.go)
 	gateTransitions atomic.Uint64
 	inboxFull       atomic.Uint64
 	panics          panics        // recovered from user code (panic.go)

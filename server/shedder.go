@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"net/netip"
 	"time"
 
 	"github.com/sluicenet/sluice/admission"
@@ -32,6 +33,9 @@ type shedder interface {
 
 	// opened gives a new connection its admission state.
 	opened(c *Conn)
+	// cooling returns how long peer's tenant is still refused at accept
+	// after a final refusal (0: not).
+	cooling(peer netip.AddrPort) time.Duration
 	// acceptError feeds an accept error that paused the listener (EMFILE)
 	// to the policy's gate.
 	acceptError(en errno)
@@ -108,6 +112,7 @@ func (noShed) idle() bool                               { return false }
 func (noShed) turnEnd(admission.LoopLoad, int64) int64  { return math.MaxInt64 }
 func (noShed) opened(*Conn)                             {}
 func (noShed) acceptError(errno)                        {}
+func (noShed) cooling(netip.AddrPort) time.Duration     { return 0 }
 func (noShed) beforeRead(*Conn, bool) bool              { return true }
 func (noShed) readCap() int                             { return 0 }
 func (noShed) readStart(*Conn, bool) int64              { return 0 }

@@ -42,24 +42,25 @@ type stage struct {
 	fn  AdmitFunc    // the AdmitFunc; nil with a policy
 	cs  []*connStage // by fd: the admission state of the connection open on it (of)
 
-	adm        *admission.Admitter // the policy's; nil with an AdmitFunc
-	lp         *admission.Loop
-	key        admission.TenantKeyFunc
-	classify   func(*Conn, []byte, *admission.Frame)
-	costBytes  bool
-	chargeRds  bool  // ChargeReadBytes
-	maxRead    int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
-	shedDelay  bool  // the Admitter has a CoDel: measure queueing delay
-	maxDelay   int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
-	rejDelay   int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
-	slowReads  bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
-	longPark   bool  // auto, the long hold, no Classify: a deferred read may wait for its connection's held refusals (deferRead)
-	perConn    bool  // connections carry connStage state
-	poolShares bool  // the worker pool shares what it serves by tenant (poolSlot): it keeps shares (derived target), no tenant quota, no loop shares
-	auto       bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
-	rations    bool  // auto, or the worker pool's law derived: the loop judges its busy windows and rations what refusing costs (stage_ration.go)
-	timed      bool  // auto with inline handlers: time each handler call (afterFrame)
-	relBytes   int64 // what the reads that end a ration's hold may bring (rationRead)
+	adm         *admission.Admitter // the policy's; nil with an AdmitFunc
+	lp          *admission.Loop
+	key         admission.TenantKeyFunc
+	classify    func(*Conn, []byte, *admission.Frame)
+	costBytes   bool
+	chargeRds   bool  // ChargeReadBytes
+	maxRead     int   // ChargeReadBytes: largest read the quota can ever admit (0: unknown)
+	shedDelay   bool  // the Admitter has a CoDel: measure queueing delay
+	maxDelay    int64 // MaxQueueDelay in ns; 0: none (or derived, with auto)
+	rejDelay    int64 // RejectFlushDelay in ns; 0: rejects are flushed like replies
+	slowReads   bool  // RejectFlushDelay and a cap: defer reads whose frames would all be refused
+	longPark    bool  // auto, the long hold, no Classify: a deferred read may wait for its connection's held refusals (deferRead)
+	perConn     bool  // connections carry connStage state
+	poolShares  bool  // the worker pool shares what it serves by tenant (poolSlot): it keeps shares (derived target), no tenant quota, no loop shares
+	auto        bool  // the queueing-delay caps are derived (MaxQueueDelay zero with CoDel)
+	rations     bool  // auto, or the worker pool's law derived: the loop judges its busy windows and rations what refusing costs (stage_ration.go)
+	timed       bool  // auto with inline handlers: time each handler call (afterFrame)
+	relBytes    int64 // what the reads that end a ration's hold may bring (rationRead)
+	goAwayAfter int64 // auto: AdmissionPolicy.GoAwayAfter in ns; 0: no final refusals (goaway.go)
 
 	caps   shed.Caps   // auto: the service time and the caps C and L derived from it
 	busy   shed.Busy   // auto: the overload judgement
@@ -110,27 +111,28 @@ type stage struct {
 // stay on a list until its turn comes, while a newer connection on its fd
 // has a state of its own.
 type connStage struct {
-	c          *Conn
-	flags      stageFlag
-	lazyQ      uint8     // which lazy list it is on: index into stage.lazy
-	rejHeld    int32     // the refusals in its reject-only out-queue
-	drainedAt  int64     // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
-	rejAt      int64     // when the first reject of a reject-only out-queue was queued
-	waitsUntil int64     // until then its refusals get the short hold: the peer waited for them
-	lazyAt     int64     // the turn that put it on its lazy list
-	slowAt     int64     // when a connection on the slow list is read
-	heldUntil  int64     // when a rationed connection is read again (sRationed)
-	relLeft    int64     // bytes the reads ending its hold may still bring (sReleased: rationRead)
-	pace       shed.Pace // auto or long parks: its time between frames, sparse or dense, light or not
-	window     uint32    // auto: the busy window in which it last sent a frame (lightCount)
-	slot       uint8     // auto: its tenant's slot (shed.Slot of its peer's key), for lightCount
-	refusedRun uint8     // auto: its frames refused for an admission reason since one was admitted (saturating; lightConn)
-	barren     bool      // auto: the reads that ended its last hold brought the release budget and left bytes behind, and nothing of it was admitted since (hold)
-	critical   bool      // it sent a critical frame (Classify): the ration's holds stay short for it (hold)
-	prevLazy   *connStage
-	nextLazy   *connStage
-	nextSlow   *connStage
-	nextHeld   *connStage
+	c            *Conn
+	flags        stageFlag
+	lazyQ        uint8     // which lazy list it is on: index into stage.lazy
+	rejHeld      int32     // the refusals in its reject-only out-queue
+	drainedAt    int64     // start of the last read that left the socket empty, with nothing held back; the accept's turn at first (opened)
+	rejAt        int64     // when the first reject of a reject-only out-queue was queued
+	waitsUntil   int64     // until then its refusals get the short hold: the peer waited for them
+	lazyAt       int64     // the turn that put it on its lazy list
+	slowAt       int64     // when a connection on the slow list is read
+	heldUntil    int64     // when a rationed connection is read again (sRationed)
+	relLeft      int64     // bytes the reads ending its hold may still bring (sReleased: rationRead)
+	pace         shed.Pace // auto or long parks: its time between frames, sparse or dense, light or not
+	window       uint32    // auto: the busy window in which it last sent a frame (lightCount)
+	slot         uint8     // auto: its tenant's slot (shed.Slot of its peer's key), for lightCount
+	refusedRun   uint8     // auto: its frames refused for an admission reason since one was admitted (saturating; lightConn)
+	refusedSince int64     // auto: when the first of those was refused (0: none); goAwayDue
+	barren       bool      // auto: the reads that ended its last hold brought the release budget and left bytes behind, and nothing of it was admitted since (hold)
+	critical     bool      // it sent a critical frame (Classify): the ration's holds stay short for it (hold)
+	prevLazy     *connStage
+	nextLazy     *connStage
+	nextSlow     *connStage
+	nextHeld     *connStage
 }
 
 // stageFlag is a connection's admission state.
@@ -189,6 +191,12 @@ func newStage(l *loop, sc stageConfig) *stage {
 		s.busy = shed.NewBusy(s.e.clock())
 	}
 	if s.auto {
+		switch {
+		case p.GoAwayAfter == 0:
+			s.goAwayAfter = int64(DefaultGoAwayAfter)
+		case p.GoAwayAfter > 0:
+			s.goAwayAfter = int64(p.GoAwayAfter)
+		}
 		s.caps = shed.NewCaps(shed.LoopMinCap, s.rejDelay)
 		s.lp.SetCoDelTarget(s.caps.Target())
 		s.light.window = 1 // a new connection's zero is no window

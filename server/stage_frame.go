@@ -48,7 +48,7 @@ func (s *stage) admitFrame(c *Conn, frame []byte) bool {
 		return false
 	}
 	if a != nil {
-		a.refusedRun, a.barren = 0, false
+		a.refusedRun, a.barren, a.refusedSince = 0, false, 0
 	}
 	return true
 }
@@ -155,6 +155,9 @@ func (s *stage) refuse(c *Conn, frame []byte, r admission.Reason, retryAfter tim
 	s.st[cRefusedPrioBase+int(s.frame.Priority)]++
 	if s.auto {
 		if a := s.of(c); a != nil && a.refusedRun < math.MaxUint8 {
+			if a.refusedRun == 0 {
+				a.refusedSince = s.v.now
+			}
 			a.refusedRun++
 		}
 	}

@@ -95,6 +95,10 @@ func (s *stage) rationRead(c *Conn, a *connStage, more bool) {
 		c.flags&fClosed != 0 || c.closing != nil || a.flags&(sSlow|sRationed) != 0 {
 		return
 	}
+	if s.goAwayDue(a) {
+		s.goAway(c) // past any share the loop can give it: a last refusal instead of another hold
+		return
+	}
 	s.hold(a, s.v.now)
 }
 

@@ -12,11 +12,14 @@ import (
 // rationStage builds a loop's stage with derived shedding (not started)
 // whose ration is on: the last busy window was overloaded and refusals
 // took 60% of it.
-func rationStage(t *testing.T, classify bool) (*stage, *loop) {
+func rationStage(t *testing.T, classify bool, opts ...func(*AdmissionPolicy)) (*stage, *loop) {
 	t.Helper()
 	pol := AdmissionPolicy{Admitter: newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})}
 	if classify {
 		pol.Classify = func(*Conn, []byte, *admission.Frame) {}
+	}
+	for _, o := range opts {
+		o(&pol)
 	}
 	e, err := New(Config{Loops: 1, Codec: protocol.Delimited{}, Admission: pol}, HandlerFuncs{})
 	if err != nil {

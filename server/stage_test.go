@@ -406,6 +406,13 @@ func spinEchoEngine(t *testing.T) *Engine { return spinEchoEngineClassify(t, nil
 // spinEchoEngineClassify is spinEchoEngine with AdmissionPolicy.Classify.
 func spinEchoEngineClassify(t *testing.T, classify func(*Conn, []byte, *admission.Frame)) *Engine {
 	t.Helper()
+	return spinEchoEnginePolicy(t, func(p *AdmissionPolicy) { p.Classify = classify })
+}
+
+// spinEchoEnginePolicy is spinEchoEngine with its AdmissionPolicy set by
+// opt.
+func spinEchoEnginePolicy(t *testing.T, opt func(*AdmissionPolicy)) *Engine {
+	t.Helper()
 	adm := newAdmitter(t, admission.Config{MemoryLimitBytes: -1, CoDel: &admission.CoDelConfig{}})
 	h := newTestHandler()
 	h.frame = func(c *Conn, frame []byte) Action {
@@ -413,7 +420,9 @@ func spinEchoEngineClassify(t *testing.T, classify func(*Conn, []byte, *admissio
 		c.WriteFrame(frame)
 		return None
 	}
-	return start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: AdmissionPolicy{Admitter: adm, Classify: classify}}, h)
+	pol := AdmissionPolicy{Admitter: adm}
+	opt(&pol)
+	return start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: pol}, h)
 }
 
 // TestFairShareBetweenTenants: ten tenants (peer addresses 127.0.0.2-11)

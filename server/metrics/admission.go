@@ -97,7 +97,7 @@ func newAdmissionDescs(cl prometheus.Labels, maxTenants int) *admissionDescs {
 		return prometheus.NewDesc(name, help, labels, cl)
 	}
 	return &admissionDescs{
-		rejects:         nd("sluice_admission_rejects_total", "Frames refused by admission, by reason (global, tenant, concurrency, queue, codel, cpu, memory, draining, fair).", "reason"),
+		rejects:         nd("sluice_admission_rejects_total", "Frames refused by admission, by reason (global, tenant, concurrency, queue, codel, cpu, memory, draining, fair, goaway).", "reason"),
 		admitted:        nd("sluice_admission_admitted_total", "Frames admitted by admission."),
 		gateState:       nd("sluice_admission_gate_state", "1 for the listen gate's current state (open, closed, paused, rejecting), 0 for the others.", "state"),
 		gateEntries:     nd("sluice_admission_gate_entries_total", "Entries into each listen gate state (closed: pressure over the high watermark; paused: EMFILE/ENFILE; rejecting: backlog nearly full; open).", "state"),

@@ -45,7 +45,7 @@ func TestAdmissionExposition(t *testing.T) {
 	c := newCollector(t, metrics.SourceFunc(func() server.Stats { return s }),
 		metrics.Options{Admission: metrics.AdmissionFunc(scriptedAdmission)})
 	want := `
-# HELP sluice_admission_rejects_total Frames refused by admission, by reason (global, tenant, concurrency, queue, codel, cpu, memory, draining, fair).
+# HELP sluice_admission_rejects_total Frames refused by admission, by reason (global, tenant, concurrency, queue, codel, cpu, memory, draining, fair, goaway).
 # TYPE sluice_admission_rejects_total counter
 sluice_admission_rejects_total{reason="codel"} 600
 sluice_admission_rejects_total{reason="concurrency"} 400
@@ -53,6 +53,7 @@ sluice_admission_rejects_total{reason="cpu"} 700
 sluice_admission_rejects_total{reason="draining"} 900
 sluice_admission_rejects_total{reason="fair"} 1000
 sluice_admission_rejects_total{reason="global"} 200
+sluice_admission_rejects_total{reason="goaway"} 1100
 sluice_admission_rejects_total{reason="memory"} 800
 sluice_admission_rejects_total{reason="queue"} 500
 sluice_admission_rejects_total{reason="tenant"} 300
