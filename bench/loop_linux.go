@@ -366,20 +366,20 @@ func (w *worker) consumeFramed(c *conn, data []byte, now int64) {
 		if n == 0 {
 			break
 		}
-		if c.written() == 0 {
-			w.fail(c, fmt.Errorf("%w: response without a request", ErrMismatch))
-			return
-		}
-		r, _ := c.q.pop()
 		k, err := responseReject(w.codec, payload)
 		if err != nil {
 			w.fail(c, err)
 			return
 		}
-		if k == goAwayKind {
-			w.goAway(c, r, now)
+		if k == goAwayKind { // answers what c still holds, sent or not
+			w.goAway(c, now)
 			return
 		}
+		if c.written() == 0 {
+			w.fail(c, fmt.Errorf("%w: response without a request", ErrMismatch))
+			return
+		}
+		r, _ := c.q.pop()
 		if k >= 0 { // the server refused the request: not goodput
 			c.seqRecv++
 			w.rejected(c, r, k, now)
@@ -423,12 +423,11 @@ func (w *worker) rejected(c *conn, r request, k int, now int64) {
 	}
 }
 
-// goAway handles a final refusal read at now for request r: the server
-// closes the connection after it, so it answers every request c still
-// holds (each counted as refused "goaway", none as lost), and c is closed
+// goAway handles a final refusal read at now: the server closes the
+// connection after it, so it answers every request c still holds, written
+// or not (each counted as refused "goaway", none as lost), and c is closed
 // without an error. A closed loop goes on with its other connections.
-func (w *worker) goAway(c *conn, r request, now int64) {
-	w.rejectedAt(r, goAwayKind, now, w.warmEnd, w.endNanos)
+func (w *worker) goAway(c *conn, now int64) {
 	for c.q.len() > 0 {
 		r, _ := c.q.pop()
 		w.rejectedAt(r, goAwayKind, now, w.warmEnd, w.endNanos)

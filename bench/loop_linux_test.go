@@ -127,6 +127,34 @@ func TestLoopServerCloseIsRejected(t *testing.T) {
 	}
 }
 
+// TestLoopGoAway: a final refusal after two echoes answers the two other
+// requests in flight and the ones queued on the echoes: all counted as
+// refused "goaway", none lost, the connection closed without an error.
+func TestLoopGoAway(t *testing.T) {
+	w, c, peer := pairWorker(t, CodecLength, 4, 64)
+	w.flush(c)
+	buf := make([]byte, 1<<16)
+	n, err := unix.Read(peer, buf)
+	wire := CodecLength.WireBytes(64)
+	if err != nil || n != 4*wire {
+		t.Fatalf("peer read %d bytes, %v; want %d", n, err, 4*wire)
+	}
+	reply := append([]byte(nil), buf[:2*wire]...)
+	final := "-REJECT goaway 1000"
+	reply = append(reply, 0, 0, 0, byte(len(final)))
+	reply = append(reply, final...)
+	if _, err := unix.Write(peer, reply); err != nil {
+		t.Fatal(err)
+	}
+	w.readConn(c)
+	if !c.dead || w.goAways != 1 || w.errs.total() != 0 || w.lost != 0 || w.dropped != 0 {
+		t.Fatalf("dead %v, goaways %d, errors %v, lost %d, dropped %d", c.dead, w.goAways, w.errs, w.lost, w.dropped)
+	}
+	if w.msgs != 2 || w.rejects[goAwayKind] != 4 {
+		t.Fatalf("%d served, %d refused goaway; want 2, 4 (2 in flight, 2 queued on the echoes)", w.msgs, w.rejects[goAwayKind])
+	}
+}
+
 func TestLoopResponseTimeout(t *testing.T) {
 	w, c, _ := pairWorker(t, CodecLength, 1, 64)
 	w.respTimeout = int64(time.Second)

@@ -41,6 +41,7 @@ type overloadFlags struct {
 	codelInterval  time.Duration
 	maxQueueDelay  time.Duration
 	rejectDelay    time.Duration
+	goAwayAfter    time.Duration
 	maxFrames      int
 	backlog        int
 
@@ -72,6 +73,7 @@ func (o *overloadFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.codelInterval, "codel-interval", 100*time.Millisecond, "CoDel interval (-shed)")
 	fs.DurationVar(&o.maxQueueDelay, "max-queue-delay", 0, "with -shed -work-mode inline: refuse frames that waited longer than this whatever CoDel says, reason queue (0: derived from the measured handler time, see docs/OVERLOAD.md; negative: none, CoDel alone)")
 	fs.DurationVar(&o.rejectDelay, "reject-flush-delay", 0, "with the admission policy on: a connection whose queued output is only rejects is written with its next reply or after this long, so shedding does not cost a writev per connection per turn (0: with the derived queueing-delay cap, reads deferred 10ms and rejects held 10ms or 100ms by how the peer behaves, see AdmissionPolicy.RejectFlushDelay; else none; negative: rejects are written at once)")
+	fs.DurationVar(&o.goAwayAfter, "goaway-after", 0, "with the derived queueing-delay cap: close a connection refused this long without an admission, while the loop rations its reads, with a final refusal (reason goaway) and refuse its tenant's new connections at accept as long (0: derived, 1s; negative: never), see AdmissionPolicy.GoAwayAfter")
 	fs.IntVar(&o.maxFrames, "max-frames-per-turn", 0, "frames dispatched per connection per loop turn (0: default 256)")
 	fs.IntVar(&o.backlog, "backlog", 0, "listen(2) backlog (0: default 4096, capped by net.core.somaxconn)")
 	fs.DurationVar(&o.work, "work", 0, "simulated CPU cost per frame: a calibrated busy loop of this much CPU time before the echo (internal/spin, as the bench peers), e.g. 200us (0: none)")
@@ -161,7 +163,8 @@ func (o *overloadFlags) apply(cfg *server.Config, handler server.Handler, codecN
 			return nil, nil, err
 		}
 		pol := server.AdmissionPolicy{Admitter: adm, CostBytes: o.tenantBytes && !o.tenantReads, ChargeReadBytes: o.tenantBytes && o.tenantReads,
-			RejectFlushDelay: offIfNegative(o.rejectDelay)}
+			RejectFlushDelay: offIfNegative(o.rejectDelay),
+			GoAwayAfter:      offIfNegative(o.goAwayAfter)}
 		if acfg.CoDel != nil { // the loop sheds on queueing delay
 			pol.MaxQueueDelay = offIfNegative(o.maxQueueDelay)
 		}
