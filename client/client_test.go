@@ -449,6 +449,50 @@ func TestConnectionDrop(t *testing.T) {
 	}
 }
 
+// TestConnRefused: a reject of no request (the server's final refusal,
+// reason goaway) answers every call pending on the connection with that
+// reject (Rejected, its status and retry-after), and the next call dials a
+// new connection.
+func TestConnRefused(t *testing.T) {
+	const pending = 3
+	var mu sync.Mutex
+	var first []*replier
+	s := newEnvServer(t, func(r *replier) {
+		if r.req.conn > 0 {
+			r.ok("ok")
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if first = append(first, r); len(first) == pending {
+			m := envelope.Message{Type: envelope.TypeReject, Status: envelope.StatusTooManyRequests, Payload: []byte("goaway")}
+			m.SetRetryAfter(250 * time.Millisecond)
+			r.c.write(&m)
+			r.hangUp()
+		}
+	})
+	c := newClient(t, Config{Addr: s.addr(), Conns: 1, Retry: resilience.RetryPolicy{MaxAttempts: 1}, NoAutoIdempotencyKey: true})
+	var wg sync.WaitGroup
+	errs := make([]error, pending)
+	for i := range pending {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Do(context.Background(), &Request{Method: "PUT"})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var se *StatusError
+		if !errors.As(err, &se) || !se.Rejected || se.Status != envelope.StatusTooManyRequests || se.RetryAfterHint != 250*time.Millisecond || string(se.Payload) != "goaway" {
+			t.Errorf("call %d: %v (%+v), want the connection's reject", i, err, se)
+		}
+	}
+	if got, err := c.Call(context.Background(), "GET", nil); err != nil || string(got) != "ok" {
+		t.Fatalf("the call after: %q, %v; want a new connection's answer", got, err)
+	}
+}
+
 // TestAttemptTimeout: an answer that never comes costs one attempt.
 func TestAttemptTimeout(t *testing.T) {
 	var n atomic.Int32

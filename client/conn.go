@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicenet/sluice/protocol/envelope"
+	"github.com/sluicenet/sluice/resilience"
 )
 
 // result is what the reader hands a waiting attempt: a parsed answer whose
@@ -59,7 +60,10 @@ func (c *conn) usable() bool { return !c.dead.Load() }
 
 // fail marks c dead with err, closes the socket and fails every pending
 // request. The first error wins.
-func (c *conn) fail(err error) {
+func (c *conn) fail(err error) { c.failAll(err, result{err: err}) }
+
+// failAll is fail with r as the answer of every pending request.
+func (c *conn) failAll(err error, r result) {
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -72,7 +76,7 @@ func (c *conn) fail(err error) {
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	for _, ch := range pending {
-		ch <- result{err: err}
+		ch <- r
 	}
 }
 
@@ -207,6 +211,8 @@ func (c *conn) dispatch(frame []byte, m *envelope.Message) error {
 		}
 	} else if m.Type == envelope.TypeRequest {
 		return fmt.Errorf("%w: the server sent a request", ErrProtocol)
+	} else if m.Type == envelope.TypeReject && id == 0 {
+		return c.refused(m)
 	}
 	c.mu.Lock()
 	ch, ok := c.pending[id]
@@ -231,6 +237,23 @@ func (c *conn) dispatch(frame []byte, m *envelope.Message) error {
 	ch <- r
 	m.Reset()
 	return nil
+}
+
+// refused handles a reject of no request (ids start at 1): the server
+// refused the connection, with its final refusal (reason "goaway", after
+// answering every request it read) or at accept, and closes it. It read
+// none of the requests still pending, so each is answered with that
+// reject (Rejected, with its status and retry-after), and c is dead
+// (ErrConnRefused).
+func (c *conn) refused(m *envelope.Message) error {
+	r := result{typ: m.Type, status: m.Status, flags: m.Flags, payload: append([]byte(nil), m.Payload...)}
+	if d, ok := m.RetryAfter(); ok {
+		r.retryAfter = d
+	}
+	err := &classedError{msg: ErrConnRefused.Error() + ": " + string(boundedCopy(m.Payload, maxErrorPayloadBytes)), class: resilience.ClassRetryable, is: ErrConnRefused}
+	c.failAll(err, r)
+	m.Reset()
+	return err
 }
 
 // close kills the connection with err and waits for the reader to exit.

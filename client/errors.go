@@ -26,6 +26,13 @@ var (
 	// connection is closed.
 	ErrProtocol = errors.New("sluice: envelope protocol violation")
 
+	// ErrConnRefused is returned by calls made on a connection the server
+	// refused as a whole (a reject that answers no request: its final
+	// refusal, reason "goaway", or a refusal at accept) after it arrived;
+	// the calls pending on it get that reject as their *StatusError. The
+	// connection is closed; the next call dials again. Retryable.
+	ErrConnRefused error = &classedError{msg: "sluice: connection refused by the server", class: resilience.ClassRetryable}
+
 	// ErrTimeout is returned when a call's deadline (or its attempt's)
 	// passes while waiting for a response. It satisfies
 	// errors.Is(err, os.ErrDeadlineExceeded) and context.DeadlineExceeded.
@@ -62,10 +69,12 @@ func (e *DialError) Unwrap() error { return e.Err }
 type classedError struct {
 	msg   string
 	class resilience.Class
+	is    error // a sentinel it also matches
 }
 
 func (e *classedError) Error() string                { return e.msg }
 func (e *classedError) RetryClass() resilience.Class { return e.class }
+func (e *classedError) Is(target error) bool         { return e.is != nil && target == e.is }
 
 type timeoutError struct{ msg string }
 
