@@ -196,15 +196,18 @@ type AdmissionPolicy struct {
 	RejectFlushDelay time.Duration
 
 	// GoAwayAfter closes a connection that the loop has refused for this
-	// long without admitting one of its frames, while the loop rations its
-	// reads: instead of another hold it gets a final refusal (reason
+	// long without admitting one of its frames, 255 of them or more in a
+	// row, while the loop rations its reads: instead of another hold it
+	// gets a final refusal (reason
 	// "goaway", retry-after GoAwayAfter) and is closed once that is
 	// written, and its tenant's (TenantKey's) new connections are refused
 	// at accept with the same refusal and a close until the retry-after
 	// has passed. A client that keeps sending past any share the loop can
 	// give it then costs the loop an accept, a write and a close per
-	// attempt instead of reads and refusals. Critical and light
-	// connections are never held, so never closed this way
+	// attempt instead of reads and refusals. A client that waits for each
+	// answer, or is paced below its share, is not refused 255 times in a
+	// row in that time; critical and light connections are never held, so
+	// never closed this way
 	// (docs/OVERLOAD.md#final-refusals). Zero: DefaultGoAwayAfter with
 	// derived caps (MaxQueueDelay zero with the Admitter's CoDel), none
 	// otherwise; Off: none.

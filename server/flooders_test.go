@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sluicenet/sluice/admission/shed"
 )
 
@@ -22,9 +20,7 @@ import (
 // and refused frame by frame: each is read only when a hold ends (holds
 // last at least shed.MinRationHold: an idle loop does not read them early,
 // since their reads never bring an admitted frame) and brings at most the
-// release budget then, on either backend; a flooder held past
-// AdmissionPolicy.GoAwayAfter is closed with a final refusal (its writes
-// then fail with a reset), and only so; and none of the nine is starved
+// release budget then, on either backend; and none of the nine is starved
 // (at least two thirds served; the target, 99% with a p99 of 20 ms, is
 // measured in docs/OVERLOAD.md, not here).
 func TestNeverReadingFlooders(t *testing.T) {
@@ -37,7 +33,7 @@ func TestNeverReadingFlooders(t *testing.T) {
 	batch := bytes.Repeat(frame, 64)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	var written, reset atomic.Int64
+	var written atomic.Int64
 	for range flooders {
 		c := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
 		wg.Add(1)
@@ -47,10 +43,6 @@ func TestNeverReadingFlooders(t *testing.T) {
 				c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond)) // to see stop while the socket is full
 				n, err := c.Write(batch)
 				written.Add(int64(n))
-				if errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE) {
-					reset.Add(1) // closed by the server: a goaway (checked below)
-					return
-				}
 				if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 					t.Errorf("flooder: %v", err)
 					return
@@ -65,13 +57,8 @@ func TestNeverReadingFlooders(t *testing.T) {
 	elapsed := time.Since(t0)
 	s1 := e.Stats()
 	holds, read := s1.Admission.RationHolds-s0.Admission.RationHolds, s1.BytesIn-s0.BytesIn
-	stop.Store(true)
-	wg.Wait()
-	t.Logf("in %v: the flooders wrote %d MiB in all; the loop read %d MiB in %d holds, refused %d frames (by reason %v), its refusals took %.0f%% of the last window, %d flooders closed with a final refusal; the nine served %v of %d",
-		elapsed.Round(time.Millisecond), written.Load()>>20, read>>20, holds, s1.Rejects-s0.Rejects, s1.Admission.Rejects, 100*s1.Admission.RefuseShare, s1.Admission.GoAways, served, nineFrames)
-	if got := e.Stats().Admission.GoAways; uint64(reset.Load()) > got {
-		t.Errorf("%d flooders were reset, %d closed with a final refusal", reset.Load(), got)
-	}
+	t.Logf("in %v: the flooders wrote %d MiB in all; the loop read %d MiB in %d holds, refused %d frames (by reason %v), its refusals took %.0f%% of the last window; the nine served %v of %d",
+		elapsed.Round(time.Millisecond), written.Load()>>20, read>>20, holds, s1.Rejects-s0.Rejects, s1.Admission.Rejects, 100*s1.Admission.RefuseShare, served, nineFrames)
 	// each hold ends in reads of at most the release budget, and the reads
 	// before the next hold (one read budget each side of it)
 	perHold := uint64((releaseBudget + 2) * DefaultReadBudgetBytes) // spinEchoEngine's

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -14,8 +15,9 @@ import (
 
 // Final refusals (docs/OVERLOAD.md#final-refusals). A rationing loop
 // still reads and refuses a held connection once per hold; a connection
-// that has been refused for AdmissionPolicy.GoAwayAfter without one of its
-// frames admitted is past any share the loop can give it, so instead of
+// that has been refused for AdmissionPolicy.GoAwayAfter, goAwayRefusals
+// frames or more, without one of its frames admitted is past any share the
+// loop can give it, so instead of
 // another hold it gets one last refusal, reason "goaway" with a
 // retry-after, and is closed once that is written (the way HTTP/2's GOAWAY
 // closes a connection). Its tenant's new connections are then refused at
@@ -102,10 +104,19 @@ func keyHash(key []byte) uint64 {
 	return max(h, 1)
 }
 
+// goAwayRefusals is how many of a connection's frames in a row must have
+// been refused, besides GoAwayAfter, before it gets a final refusal: the
+// saturation of connStage.refusedRun. A client that waits for each answer
+// sends a frame per round trip, and one paced far below its share sends
+// far fewer in GoAwayAfter; a client that answers each refusal with a new
+// request sends them by the hundred.
+const goAwayRefusals = math.MaxUint8
+
 // goAwayDue reports whether a connection about to be held is past
-// GoAwayAfter: refused since then without one of its frames admitted.
+// GoAwayAfter: refused since then without one of its frames admitted, and
+// at least goAwayRefusals times.
 func (s *stage) goAwayDue(a *connStage) bool {
-	return s.goAwayAfter > 0 && a.refusedSince != 0 && s.v.now-a.refusedSince >= s.goAwayAfter
+	return s.goAwayAfter > 0 && a.refusedRun >= goAwayRefusals && a.refusedSince != 0 && s.v.now-a.refusedSince >= s.goAwayAfter
 }
 
 // goAway closes c with a final refusal (reason "goaway", retry-after

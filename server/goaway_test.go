@@ -49,7 +49,8 @@ func TestCoolTable(t *testing.T) {
 
 // TestGoAwayDecision: while the loop rations, a connection whose read
 // brought only refusals is held, unless its frames have been refused for
-// GoAwayAfter without one admitted: then it gets a final refusal and a
+// GoAwayAfter, goAwayRefusals of them in a row, without one admitted
+// (either alone is not enough): then it gets a final refusal and a
 // graceful close (ErrGoAway), and its tenant cools at accept for
 // GoAwayAfter (another tenant does not). GoAwayAfter Off never closes.
 func TestGoAwayDecision(t *testing.T) {
@@ -61,14 +62,21 @@ func TestGoAwayDecision(t *testing.T) {
 	c := &Conn{loop: l, fd: 7, remote: peer}
 	a := &connStage{drainedAt: l.now, flags: sFresh}
 	s.track(c, a)
-	a.refusedRun, a.refusedSince = 5, l.now-s.goAwayAfter+1
+	a.refusedRun, a.refusedSince = goAwayRefusals, l.now-s.goAwayAfter+1
 	if !readOf(s, c, 5, 5, false) || a.flags&sRationed == 0 || c.closing != nil {
 		t.Fatal("a connection refused for less than GoAwayAfter was not held")
 	}
 	l.now = a.heldUntil
 	s.releaseHeld()
 	readOf(s, c, 5, 5, false) // the release: refused, not held
-	a.refusedSince = l.now - s.goAwayAfter
+	a.refusedSince, a.refusedRun = l.now-s.goAwayAfter, goAwayRefusals-1
+	if !readOf(s, c, 5, 5, false) || a.flags&sRationed == 0 || c.closing != nil {
+		t.Fatal("a connection refused fewer than goAwayRefusals times in a row was not held")
+	}
+	l.now = a.heldUntil
+	s.releaseHeld()
+	readOf(s, c, 5, 5, false)
+	a.refusedSince, a.refusedRun = l.now-s.goAwayAfter, goAwayRefusals
 	if !readOf(s, c, 5, 5, false) || !errors.Is(c.closing, ErrGoAway) || !errors.Is(c.closing, ErrRejected) {
 		t.Fatalf("refused for GoAwayAfter: closing %v, want ErrGoAway", c.closing)
 	}
@@ -88,7 +96,7 @@ func TestGoAwayDecision(t *testing.T) {
 
 	off, lo := rationStage(t, false, func(p *AdmissionPolicy) { p.GoAwayAfter = Off })
 	co := &Conn{loop: lo, fd: 7, remote: peer}
-	ao := &connStage{drainedAt: lo.now, flags: sFresh, refusedRun: 5, refusedSince: lo.now - int64(time.Hour)}
+	ao := &connStage{drainedAt: lo.now, flags: sFresh, refusedRun: goAwayRefusals, refusedSince: lo.now - int64(time.Hour)}
 	off.track(co, ao)
 	if !readOf(off, co, 5, 5, false) || ao.flags&sRationed == 0 || co.closing != nil {
 		t.Fatal("GoAwayAfter Off: not held, or closed")
@@ -106,7 +114,8 @@ func TestGoAwayConfig(t *testing.T) {
 
 // TestGoAway: one tenant hammers on many connections, each with frames in
 // flight and a new one sent on every answer, beside the nine paced
-// tenants, with a short GoAwayAfter. Connections refused that long get a
+// tenants, with a short GoAwayAfter (the nine, one frame in flight each,
+// are refused far fewer than goAwayRefusals times in a row, so they stay). Connections refused that long get a
 // final refusal ("goaway"), after every answer to what they sent before
 // it, and then the end of the stream; reconnecting at once from the same
 // tenant gets the final refusal at accept and a close, while a connection
@@ -117,8 +126,8 @@ func TestGoAway(t *testing.T) {
 		t.Skip("a hammer")
 	}
 	const (
-		conns    = 300
-		inFlight = 8
+		conns    = 40
+		inFlight = 64
 		after    = 60 * time.Millisecond
 	)
 	e := spinEchoEnginePolicy(t, func(p *AdmissionPolicy) { p.GoAwayAfter = after })

@@ -95,9 +95,7 @@ func TestManyConnectionTenant(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur < 2*conns+200 {
 		t.Skipf("RLIMIT_NOFILE %d: both ends of %d connections need %d descriptors", rl.Cur, conns, 2*conns+200)
 	}
-	// without final refusals (TestGoAway): a connection closed after its
-	// frames were sent would leave them unanswered here
-	e := spinEchoEnginePolicy(t, func(p *AdmissionPolicy) { p.GoAwayAfter = Off })
+	e := spinEchoEngine(t)
 	many := make([]*lineConn, conns)
 	for i := range many {
 		many[i] = dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))

@@ -420,7 +420,9 @@ func spinEchoEnginePolicy(t *testing.T, opt func(*AdmissionPolicy)) *Engine {
 		c.WriteFrame(frame)
 		return None
 	}
-	pol := AdmissionPolicy{Admitter: adm}
+	// final refusals off: the hammers of these tests stay connected
+	// (TestGoAway turns them on)
+	pol := AdmissionPolicy{Admitter: adm, GoAwayAfter: Off}
 	opt(&pol)
 	return start(t, Config{Loops: 1, Codec: protocol.Delimited{}, Admission: pol}, h)
 }
