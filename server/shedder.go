@@ -82,6 +82,9 @@ type shedder interface {
 	// holdRejects is asked before flushing an out-queue that holds only
 	// refusals: true holds it back.
 	holdRejects(c *Conn) bool
+	// refusalsWritten charges d nanoseconds spent writing an out-queue
+	// that held only refusals to what refusing costs the loop.
+	refusalsWritten(d int64)
 	// afterFlush applies the policy's per-connection budgets after a flush:
 	// true means c was closed.
 	afterFlush(c *Conn) bool
@@ -124,6 +127,7 @@ func (noShed) frameClaim(*Conn) (admission.Claim, bool) { return admission.Claim
 func (noShed) rejectQueued(*Conn, bool)                 {}
 func (noShed) holdRejects(*Conn) bool                   { return false }
 func (noShed) afterFlush(*Conn) bool                    { return false }
+func (noShed) refusalsWritten(int64)                    {}
 func (noShed) mayResume(*Conn) bool                     { return true }
 func (noShed) countDecision(admission.Reason)           {}
 func (noShed) admitted(*Conn) (admission.Priority, *poolClaim, int) {

@@ -102,6 +102,14 @@ func (s *stage) rationRead(c *Conn, a *connStage, more bool) {
 	s.hold(a, s.v.now)
 }
 
+// refusalsWritten charges a write of refusals alone to the ration: the
+// reads' accounts (rationRead) end before the turn's flush.
+func (s *stage) refusalsWritten(d int64) {
+	if s.rations {
+		s.ration.Refused(d)
+	}
+}
+
 // releaseBudget is how many read budgets (Config.ReadBudgetBytes) the
 // reads that end a hold may bring before the connection may be held again.
 const releaseBudget = 4

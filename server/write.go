@@ -28,13 +28,23 @@ func (l *loop) flushPhase() {
 		if c.flags&fClosed != 0 {
 			continue
 		}
-		if c.flags&fRejOnly != 0 && l.shed.holdRejects(c) {
+		rejOnly := c.flags&fRejOnly != 0
+		if rejOnly && l.shed.holdRejects(c) {
 			continue
 		}
 		// Skip a connection whose flush budget for this turn is spent (it
 		// is on the ready list for the next turn).
 		if c.out != nil && c.flags&fNeedFlush == 0 {
-			l.flushConn(c)
+			if rejOnly && !l.p.RecvMode() {
+				// a write of refusals alone is part of what refusing costs
+				// (docs/OVERLOAD.md#rationed-reads); recv mode's sends are
+				// the kernel's part, charged with the turn's wait
+				t0 := l.e.clock()
+				l.flushConn(c)
+				l.shed.refusalsWritten(l.e.clock() - t0)
+			} else {
+				l.flushConn(c)
+			}
 		}
 		l.finishClose(c)
 	}
