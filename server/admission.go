@@ -206,8 +206,8 @@ type AdmissionPolicy struct {
 	// give it then costs the loop an accept, a write and a close per
 	// attempt instead of reads and refusals. A client that waits for each
 	// answer, or is paced below its share, is not refused 255 times in a
-	// row in that time; critical and light connections are never held, so
-	// never closed this way
+	// row in that time; light connections are never held, and one that has
+	// sent a critical frame is never closed this way
 	// (docs/OVERLOAD.md#final-refusals). Zero: DefaultGoAwayAfter with
 	// derived caps (MaxQueueDelay zero with the Admitter's CoDel), none
 	// otherwise; Off: none.

@@ -114,9 +114,10 @@ const goAwayRefusals = math.MaxUint8
 
 // goAwayDue reports whether a connection about to be held is past
 // GoAwayAfter: refused since then without one of its frames admitted, and
-// at least goAwayRefusals times.
+// at least goAwayRefusals times. A connection that has sent a critical
+// frame is never closed this way: its critical traffic would go with it.
 func (s *stage) goAwayDue(a *connStage) bool {
-	return s.goAwayAfter > 0 && a.refusedRun >= goAwayRefusals && a.refusedSince != 0 && s.v.now-a.refusedSince >= s.goAwayAfter
+	return s.goAwayAfter > 0 && !a.critical && a.refusedRun >= goAwayRefusals && a.refusedSince != 0 && s.v.now-a.refusedSince >= s.goAwayAfter
 }
 
 // goAway closes c with a final refusal (reason "goaway", retry-after

