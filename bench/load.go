@@ -158,6 +158,13 @@ type LoadConfig struct {
 	// request of Size, checks the answer and closes, again and again.
 	// InFlight (beyond 1) and RatePerSec do not apply.
 	Handshakes bool `json:"handshakes,omitempty"`
+	// Reconnect, in a closed loop, dials a connection the server closed
+	// with a final refusal (reason "goaway") again once the refusal's
+	// retry-after has passed (1 s without one), and keeps InFlight
+	// requests on it again, as a client honouring the refusal would: a
+	// refusal at accept (the tenant still cooling) closes it again.
+	// Without it the connection stays closed. Not with TLS.
+	Reconnect bool `json:"reconnect,omitempty"`
 }
 
 // OpenLoop reports whether the run is open-loop.
@@ -218,6 +225,8 @@ func (c *LoadConfig) Validate() error {
 		return fmt.Errorf("%w: the handshake mode is a closed loop of workers; it has no rate", ErrInvalidConfig)
 	case c.Handshakes && c.InFlight > 1:
 		return fmt.Errorf("%w: %d in flight: a handshake worker sends one request per connection", ErrInvalidConfig, c.InFlight)
+	case c.Reconnect && (c.TLS != nil || c.OpenLoop()):
+		return fmt.Errorf("%w: reconnecting after a final refusal is for a closed loop without TLS", ErrInvalidConfig)
 	}
 	return c.Size.Validate()
 }
@@ -344,6 +353,9 @@ type LoadResult struct {
 	// GoAways is how many connections the server closed after a final
 	// refusal (reason "goaway"): their requests count as refused, not lost.
 	GoAways int `json:"goaways,omitempty"`
+	// Reconnects is how many times such a connection was dialled again
+	// (LoadConfig.Reconnect).
+	Reconnects int `json:"reconnects,omitempty"`
 	// TLSVersion and TLSCipherSuite are what the first TLS handshake of
 	// the run negotiated (empty without TLS).
 	TLSVersion     string `json:"tls_version,omitempty"`
@@ -456,7 +468,7 @@ func FormatLoadResult(r *LoadResult) string {
 		}
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "conns       %d open, %d lost, %d closed with a final refusal; unfinished %d, dropped %d; errors %v\n", r.ConnsOpen, r.ConnsLost, r.GoAways, r.Unfinished, r.Dropped, r.Errors)
+	fmt.Fprintf(&b, "conns       %d open, %d lost, %d closed with a final refusal, %d reconnects; unfinished %d, dropped %d; errors %v\n", r.ConnsOpen, r.ConnsLost, r.GoAways, r.Reconnects, r.Unfinished, r.Dropped, r.Errors)
 	if r.FirstError != "" {
 		fmt.Fprintf(&b, "first error %s\n", r.FirstError)
 	}

@@ -80,6 +80,11 @@ func Load(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 	}
 
 	workers, err := newWorkers(&cfg, fds)
+	for _, w := range workers {
+		if w != nil && cfg.Reconnect && !cfg.OpenLoop() {
+			w.redial = &redialer{sa: sa, local: local, family: family, timeout: cfg.ConnectTimeout}
+		}
+	}
 	if err != nil {
 		for _, w := range workers {
 			if w != nil {
@@ -186,7 +191,7 @@ func newWorkers(cfg *LoadConfig, fds []int) ([]*worker, error) {
 	}
 	for i, fd := range fds {
 		w := workers[i%nw]
-		c := &conn{fd: fd, q: newInflight(cfg.InFlight), out: make([]byte, 0, outCap)}
+		c := &conn{fd: fd, idx: int32(len(w.conns)), q: newInflight(cfg.InFlight), out: make([]byte, 0, outCap)}
 		if cfg.Codec != CodecRaw {
 			c.tail = make([]byte, 0, maxResp)
 		}
@@ -224,6 +229,7 @@ func collect(cfg *LoadConfig, tallies []*tally, connsOpen int, unfinished int64,
 		res.Dropped += w.dropped
 		res.ConnsLost += w.lost
 		res.GoAways += w.goAways
+		res.Reconnects += w.reconnects
 		errs.add(&w.errs)
 		hists = append(hists, w.hist)
 		lags = append(lags, w.lagHist)

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -70,6 +71,10 @@ type conn struct {
 	seqRecv uint64
 	dead    bool
 	dirty   bool
+	idx     int32 // its place in the worker's conns, its epoll data
+	// redialAt is when a connection closed by a final refusal is dialled
+	// again (LoadConfig.Reconnect); 0: never
+	redialAt int64
 }
 
 func (c *conn) written() int { return c.q.len() - c.owed }
@@ -103,6 +108,12 @@ type worker struct {
 	// Published for the progress line (whole run, warm-up included).
 	progMsgs, progErrs, progP99 atomic.Int64
 	progressP99                 bool
+
+	// redial dials connections closed by a final refusal again
+	// (LoadConfig.Reconnect); nil: never. nextRedial is the earliest
+	// redialAt of its connections (0: none).
+	redial     *redialer
+	nextRedial int64
 
 	// stop, when set, ends the run early.
 	stop *atomic.Bool
@@ -159,7 +170,13 @@ func (w *worker) run() {
 			w.issueDue(now)
 			w.flushDirty()
 		}
+		if w.nextRedial != 0 && now >= w.nextRedial {
+			w.redialDue(now)
+		}
 		deadline := min(w.endNanos, nextHouse)
+		if w.nextRedial != 0 {
+			deadline = min(deadline, w.nextRedial)
+		}
 		if !inWindow {
 			deadline = min(deadline, w.warmEnd)
 		}
@@ -372,7 +389,7 @@ func (w *worker) consumeFramed(c *conn, data []byte, now int64) {
 			return
 		}
 		if k == goAwayKind { // answers what c still holds, sent or not
-			w.goAway(c, now)
+			w.goAway(c, now, rejectRetryAfter(payload))
 			return
 		}
 		if c.written() == 0 {
@@ -426,8 +443,9 @@ func (w *worker) rejected(c *conn, r request, k int, now int64) {
 // goAway handles a final refusal read at now: the server closes the
 // connection after it, so it answers every request c still holds, written
 // or not (each counted as refused "goaway", none as lost), and c is closed
-// without an error. A closed loop goes on with its other connections.
-func (w *worker) goAway(c *conn, now int64) {
+// without an error. A closed loop goes on with its other connections, and
+// with Reconnect dials this one again after retry (ns; 0: 1 s).
+func (w *worker) goAway(c *conn, now, retry int64) {
 	for c.q.len() > 0 {
 		r, _ := c.q.pop()
 		w.rejectedAt(r, goAwayKind, now, w.warmEnd, w.endNanos)
@@ -437,6 +455,76 @@ func (w *worker) goAway(c *conn, now int64) {
 	w.goAways++
 	_ = unix.Close(c.fd)
 	c.fd = -1
+	if w.redial != nil {
+		if retry <= 0 {
+			retry = int64(time.Second)
+		}
+		c.redialAt = now + retry
+		if w.nextRedial == 0 || c.redialAt < w.nextRedial {
+			w.nextRedial = c.redialAt
+		}
+	}
+}
+
+// redialer dials one connection again (LoadConfig.Reconnect).
+type redialer struct {
+	sa, local unix.Sockaddr
+	family    int
+	timeout   time.Duration
+}
+
+// redialDue dials again the connections whose redialAt has come, before
+// the window's end, and sets nextRedial to the earliest still to come. A
+// dial that fails counts as a failure of the connection, which stays
+// closed.
+func (w *worker) redialDue(now int64) {
+	w.nextRedial = 0
+	for _, c := range w.conns {
+		if c.redialAt == 0 {
+			continue
+		}
+		if now < c.redialAt {
+			if w.nextRedial == 0 || c.redialAt < w.nextRedial {
+				w.nextRedial = c.redialAt
+			}
+			continue
+		}
+		c.redialAt = 0
+		if now >= w.endNanos {
+			continue
+		}
+		w.redialConn(c, now)
+	}
+}
+
+// redialConn connects c again (a blocking dial of at most the connect
+// timeout: it is rare) and puts InFlight requests on it.
+func (w *worker) redialConn(c *conn, now int64) {
+	r := w.redial
+	fds, fail, err := dialAll(context.Background(), r.sa, r.local, r.family, 1, r.timeout)
+	if err == nil && len(fds) == 0 {
+		err = fail.firstErr
+	}
+	if err == nil {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: c.idx}
+		if e := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fds[0], &ev); e != nil {
+			closeAll(fds)
+			err = os.NewSyscallError("epoll_ctl", e)
+		}
+	}
+	if err != nil {
+		w.failed(err, 0)
+		return
+	}
+	w.reconnects++
+	c.fd, c.dead = fds[0], false
+	c.out, c.outOff, c.tail = c.out[:0], 0, c.tail[:0]
+	c.raw, c.seqSent, c.seqRecv = rawAccount{}, 0, 0
+	for i := 0; i < w.inFlight; i++ {
+		c.q.push(request{intendedNanos: now, size: w.nextSize()})
+		c.owed++
+	}
+	w.flush(c)
 }
 
 // fail closes c and counts the failure.

@@ -401,3 +401,72 @@ func TestLoadRESPAndHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadReconnectsAfterGoAway: with Reconnect, a connection the server
+// closes with a final refusal is dialled again after its retry-after; a
+// refusal at accept (the second connection gets one before any request)
+// closes it again, and the third is served. Without Reconnect it stays
+// closed. Every request is answered: none lost, none an error.
+func TestLoadReconnectsAfterGoAway(t *testing.T) {
+	final := "-REJECT goaway 20"
+	frame := append([]byte{0, 0, 0, byte(len(final))}, final...)
+	for _, reconnect := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer c.Close()
+					buf := make([]byte, 64<<10)
+					if n == 1 { // refused at accept: the refusal, then the close
+						c.Write(frame)
+						return
+					}
+					for {
+						k, err := c.Read(buf)
+						if err != nil {
+							return
+						}
+						if n == 0 { // the final refusal after one read, unanswered, in the window
+							time.Sleep(10 * time.Millisecond)
+							c.Write(frame)
+							return
+						}
+						if _, err := c.Write(buf[:k]); err != nil {
+							return
+						}
+					}
+				}()
+			}
+		}()
+		res, err := Load(context.Background(), LoadConfig{
+			Addr: ln.Addr().String(), Codec: CodecLength, Conns: 1, InFlight: 2, Size: FixedSize(16),
+			Warmup: time.Millisecond, Duration: 400 * time.Millisecond, Reconnect: reconnect,
+		})
+		ln.Close()
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Errors) != 0 || res.ConnsLost != 0 || res.Dropped != 0 {
+			t.Fatalf("reconnect %v: errors %v (%s), %d lost, %d dropped", reconnect, res.Errors, res.FirstError, res.ConnsLost, res.Dropped)
+		}
+		switch {
+		case reconnect && (res.GoAways != 2 || res.Reconnects != 2 || res.Msgs == 0 || res.Rejects["goaway"] != 4):
+			t.Fatalf("reconnect: %d final refusals, %d reconnects, %d served, %d refused goaway; want 2, 2, some, 4", res.GoAways, res.Reconnects, res.Msgs, res.Rejects["goaway"])
+		case !reconnect && (res.GoAways != 1 || res.Reconnects != 0 || res.Msgs != 0 || res.Rejects["goaway"] != 2):
+			t.Fatalf("no reconnect: %d final refusals, %d reconnects, %d served, %d refused goaway; want 1, 0, 0, 2", res.GoAways, res.Reconnects, res.Msgs, res.Rejects["goaway"])
+		}
+	}
+}

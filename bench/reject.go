@@ -1,6 +1,9 @@
 package bench
 
-import "bytes"
+import (
+	"bytes"
+	"time"
+)
 
 // rejectPrefix starts a reject frame of sluice's framed codecs
 // ("-REJECT reason retry_after_ms"; server.AppendRejectText). The generator
@@ -16,6 +19,28 @@ var knownReasons = [...]string{"global", "tenant", "concurrency", "queue", "code
 // goAwayKind is the index of "goaway", the final refusal after which the
 // server closes the connection (server.ErrGoAway).
 const goAwayKind = 9
+
+// rejectRetryAfter returns the retry-after of a reject frame of sluice's
+// framed codecs ("-REJECT reason retry_after_ms"), in nanoseconds, or 0
+// when payload carries none. It does not allocate.
+func rejectRetryAfter(payload []byte) int64 {
+	if !bytes.HasPrefix(payload, []byte(rejectPrefix)) {
+		return 0
+	}
+	rest := payload[len(rejectPrefix):]
+	i := bytes.IndexByte(rest, ' ')
+	if i < 0 {
+		return 0
+	}
+	var ms int64
+	for _, b := range rest[i+1:] {
+		if b < '0' || b > '9' || ms > 1<<40 {
+			return 0
+		}
+		ms = ms*10 + int64(b-'0')
+	}
+	return ms * int64(time.Millisecond)
+}
 
 // numRejectKinds is knownReasons plus "other".
 const numRejectKinds = len(knownReasons) + 1

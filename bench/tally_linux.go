@@ -23,6 +23,7 @@ type tally struct {
 	errs             errorCounts
 	lost             int
 	goAways          int // connections the server closed with a final refusal (goAway)
+	reconnects       int // of those, dialled again (redial)
 	firstErr         error
 }
 

@@ -62,6 +62,7 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	tlsInsecure := fs.Bool("tls-insecure", false, "with -tls: do not verify the server's certificate")
 	tlsResume := fs.Bool("tls-resume", false, "with -tls: keep a session cache, so that new connections resume sessions from the server's tickets "+
 		"(the handshakes of -handshakes; the loops dial only at the start)")
+	reconnect := fs.Bool("reconnect", false, "closed loop: dial a connection the server closed with a final refusal (reason goaway) again once its retry-after has passed, as a client honouring it would (default: it stays closed)")
 	handshakes := fs.Bool("handshakes", false, "with -tls: measure handshakes: for -duration, each of -conns workers dials, handshakes (resumed with -tls-resume), "+
 		"sends one -size request, checks the answer and closes, again and again; reports handshakes/s, the share resumed, failures by reason and "+
 		"the handshake's latency (dial to handshake done). Not with -rate or -inflight above 1")
@@ -103,7 +104,7 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	cfg := bench.LoadConfig{
 		Addr: *addr, LocalAddr: *local, Codec: c, Conns: *conns, InFlight: *inflight, Size: sz, RatePerSec: *rate,
 		Warmup: *warmup, Duration: *duration, Workers: *workers, ResponseTimeout: *timeout, ServerPID: *serverPID,
-		TLS: tlsCfg, Handshakes: *handshakes,
+		TLS: tlsCfg, Handshakes: *handshakes, Reconnect: *reconnect,
 	}
 	if f, ok := stderr.(*os.File); ok && !*jsonOut && procstat.IsTerminal(f) {
 		cfg.Progress = stderr
