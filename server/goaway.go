@@ -16,11 +16,10 @@ import (
 // Final refusals (docs/OVERLOAD.md#final-refusals). A rationing loop
 // still reads and refuses a held connection once per hold; a connection
 // that has been refused for AdmissionPolicy.GoAwayAfter, goAwayRefusals
-// frames or more, without one of its frames admitted is past any share the
-// loop can give it, so instead of
-// another hold it gets one last refusal, reason "goaway" with a
-// retry-after, and is closed once that is written (the way HTTP/2's GOAWAY
-// closes a connection). Its tenant's new connections are then refused at
+// frames or more, without one of its frames admitted is past any share
+// the loop can give it, so instead of another hold it gets one last
+// refusal, reason "goaway" with a retry-after, and is closed once that is
+// written (the way HTTP/2's GOAWAY closes a connection). Its tenant's new connections are then refused at
 // accept, with the same frame and a close, until the retry-after has
 // passed: a client that reconnects at once costs an accept, a write and a
 // close, not reads and refusals.
