@@ -122,11 +122,11 @@ type connStage struct {
 	slowAt       int64     // when a connection on the slow list is read
 	heldUntil    int64     // when a rationed connection is read again (sRationed)
 	relLeft      int64     // bytes the reads ending its hold may still bring (sReleased: rationRead)
+	refusedSince int64     // auto: when the first of the frames refusedRun counts was refused (0: none); goAwayDue
 	pace         shed.Pace // auto or long parks: its time between frames, sparse or dense, light or not
 	window       uint32    // auto: the busy window in which it last sent a frame (lightCount)
 	slot         uint8     // auto: its tenant's slot (shed.Slot of its peer's key), for lightCount
 	refusedRun   uint8     // auto: its frames refused for an admission reason since one was admitted (saturating; lightConn)
-	refusedSince int64     // auto: when the first of those was refused (0: none); goAwayDue
 	barren       bool      // auto: the reads that ended its last hold brought the release budget and left bytes behind, and nothing of it was admitted since (hold)
 	critical     bool      // it sent a critical frame (Classify): the ration's holds stay short for it (hold)
 	prevLazy     *connStage
