@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
@@ -52,7 +53,8 @@ func (l *loop) acceptPhase() {
 		}
 		if left := l.shed.cooling(peer); left > 0 {
 			l.e.unreserveConn()
-			l.refuseCooling(fd, left)
+			l.st[cGoAwayConns]++
+			l.rejectConn(fd, admission.ReasonGoAway, left)
 			continue
 		}
 		l.open(fd, peer)
@@ -131,7 +133,8 @@ func (l *loop) acceptReject() bool {
 	fd, _, en := l.p.Accept(l.lis.fd)
 	switch en {
 	case 0:
-		l.rejectConn(fd)
+		l.st[cBacklogRejects]++
+		l.rejectConn(fd, admission.ReasonGlobal, backlogRetryAfter)
 		return true
 	case unix.EINTR, unix.ECONNABORTED:
 		return true

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicenet/sluice/admission"
 	"github.com/sluicenet/sluice/admission/shed"
-	"github.com/sluicenet/sluice/server/internal/netpoll"
 )
 
 // Final refusals (docs/OVERLOAD.md#final-refusals). A rationing loop
@@ -137,17 +136,4 @@ func (s *stage) cooling(peer netip.AddrPort) time.Duration {
 		return 0
 	}
 	return time.Duration(s.e.cool.left(keyHash(s.key(s.keyBuf[:0], peer, nil)), s.v.now))
-}
-
-// refuseCooling answers a connection accepted from a cooling tenant: one
-// write of the final refusal (reason "goaway", the time left) and a close
-// (on a TLS engine only the close, as rejectConn).
-func (l *loop) refuseCooling(fd int, left time.Duration) {
-	l.st[cGoAwayConns]++
-	l.st.refused(admission.ReasonGoAway)
-	if l.rejecter != nil && l.cfg.TLS == nil {
-		b := l.rejecter.AppendReject(l.buf[:0], nil, admission.ReasonGoAway.String(), left)
-		netpoll.Write(fd, b)
-	}
-	sysClose(fd)
 }

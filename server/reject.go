@@ -54,17 +54,18 @@ func (l *loop) answerReject(c *Conn, frame []byte, reason string, retryAfter tim
 	}
 }
 
-// rejectConn answers a connection accepted while the gate is
-// GateRejecting: one write of the codec's reject (reason "global", the
-// policy's retry hint) and a close. The write is best effort: a peer that
-// already sent data may see a reset instead (closing a socket with unread
-// input sends RST), which is still faster than a dropped handshake. On a
-// TLS engine it only closes: the reply would not be a TLS record.
-func (l *loop) rejectConn(fd int) {
-	l.st[cBacklogRejects]++
-	l.st.refused(admission.ReasonGlobal)
+// rejectConn answers a connection refused as soon as it was accepted
+// (the gate is GateRejecting, or its tenant cools after a final refusal):
+// one write of the codec's reject for reason with its retry hint, and a
+// close; the refusal is counted by reason, the caller counts why. The
+// write is best effort: a peer that already sent data may see a reset
+// instead (closing a socket with unread input sends RST), which is still
+// faster than a dropped handshake. On a TLS engine it only closes: the
+// reply would not be a TLS record.
+func (l *loop) rejectConn(fd int, reason admission.Reason, retryAfter time.Duration) {
+	l.st.refused(reason)
 	if l.rejecter != nil && l.cfg.TLS == nil { // a TLS client expects a handshake, not a reply: it sees the close
-		b := l.rejecter.AppendReject(l.buf[:0], nil, admission.ReasonGlobal.String(), backlogRetryAfter)
+		b := l.rejecter.AppendReject(l.buf[:0], nil, reason.String(), retryAfter)
 		netpoll.Write(fd, b)
 	}
 	sysClose(fd)
