@@ -260,7 +260,7 @@ func (l *loop) wait() (int, error) {
 			l.st[cBlockingWaits]++
 			l.slept, l.pace.sleptSinceYield = true, true
 			if pl := l.e.pool; pl != nil && pl.active() || l.e.tls.active.Load() > 0 {
-				n, err = l.p.Park() // a worker or a TLS handshake may need this P meanwhile
+				n, err = l.park() // a worker or a TLS handshake may need this P meanwhile
 			} else {
 				n, err = l.p.Wait(true)
 			}
@@ -278,6 +278,25 @@ func (l *loop) wait() (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// park sleeps in Go's netpoller (Poller.Park). Where the poller is not
+// bound to the loop's thread (epoll), the loop leaves its thread for the
+// sleep: a locked goroutine that parks hands its P to another thread and
+// takes it back when woken, a futex and a context switch each way, while
+// an unlocked one lets the goroutines it woke run on its thread and is
+// resumed there by the scheduler, as any goroutine is. No loop code runs
+// meanwhile, so onLoop is false for every caller until it locks again.
+func (l *loop) park() (int, error) {
+	if l.p.ThreadBound() {
+		return l.p.Park()
+	}
+	l.m.Store(0)
+	runtime.UnlockOSThread()
+	n, err := l.p.Park()
+	runtime.LockOSThread()
+	l.m.Store(getm())
+	return n, err
 }
 
 // startPhase runs after the wait: the mechanism's periodic samples, then

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -251,11 +252,31 @@ func (p *tlsPipe) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// hsBufs holds the handshakes' read buffers between handshakes (a
+// handshake's flights fit in one; a larger one is left to the collector).
+var hsBufs = sync.Pool{New: func() any { b := make([]byte, 0, hsBufBytes); return &b }}
+
+// hsBufBytes is a pooled handshake read buffer's size.
+const hsBufBytes = 16 << 10
+
+// putHSBuf gives the handshake's read buffer back (handshakeDone: the
+// goroutine has ended).
+func (p *tlsPipe) putHSBuf() {
+	if cap(p.buf) == hsBufBytes {
+		b := p.buf[:0]
+		hsBufs.Put(&b)
+	}
+	p.buf, p.off, p.end = nil, 0, 0
+}
+
 // fill reads more of the handshake from f, after what buf holds.
 func (p *tlsPipe) fill() error {
 	if p.off > 0 {
 		p.buf = p.buf[:copy(p.buf, p.buf[p.off:])]
 		p.off, p.end = 0, 0
+	}
+	if p.buf == nil {
+		p.buf = (*hsBufs.Get().(*[]byte))[:0]
 	}
 	if cap(p.buf)-len(p.buf) < 4096 {
 		p.buf = append(make([]byte, 0, 2*cap(p.buf)+4096), p.buf...)
@@ -381,7 +402,7 @@ func (l *loop) startHandshake(c *Conn) {
 	go func() {
 		err := f.SetDeadline(deadline)
 		if err == nil {
-			err = handshake(ctx, tc)
+			err = handshake(tc)
 		}
 		p.release()
 		cancel()
@@ -410,13 +431,17 @@ func (l *loop) startHandshake(c *Conn) {
 var errHandshakePanic = errors.New("sluice: tls handshake panicked")
 
 // handshake runs tc's handshake, a panic in it returned as an error.
-func handshake(ctx context.Context, tc *tls.Conn) (err error) {
+// Its deadline and cancellation reach it through the pipe (the duplicate
+// fd's deadline, the token waits' context), not through HandshakeContext,
+// which would start a goroutine per handshake to close a pipe whose Close
+// does nothing.
+func handshake(tc *tls.Conn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", errHandshakePanic, r)
 		}
 	}()
-	return tc.HandshakeContext(ctx)
+	return tc.Handshake()
 }
 
 // handshakeDone takes c back on its loop when its handshake ended: a
@@ -424,6 +449,7 @@ func handshake(ctx context.Context, tc *tls.Conn) (err error) {
 // records the state and opens c to the handler.
 func (l *loop) handshakeDone(c *Conn, err error) {
 	if err != nil {
+		c.tls.pipe.putHSBuf()
 		l.handshakeFailed(c, &HandshakeError{classifyHandshake(err), err})
 		return
 	}
@@ -450,7 +476,7 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 	if rest := p.buf[p.off:]; len(rest) > 0 {
 		p.keep = append(l.pools.ins.get(len(rest)), rest...)
 	}
-	p.buf, p.off, p.end = nil, 0, 0
+	p.putHSBuf()
 	t.more = true
 	c.lastActive = l.now
 	c.act(l.onOpen(c))

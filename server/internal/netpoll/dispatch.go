@@ -30,6 +30,11 @@ func (d *Dispatcher) Open(maxEvents int) error {
 	return d.ep.Open(maxEvents)
 }
 
+// ThreadBound reports whether the owner must stay on the thread that
+// called Attach: an io_uring ring accepts submissions from that thread
+// only; an epoll set is any thread's.
+func (d *Dispatcher) ThreadBound() bool { return d.ur != nil }
+
 func (d *Dispatcher) Attach() error {
 	if d.ur != nil {
 		return d.ur.Attach()
