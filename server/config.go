@@ -73,7 +73,9 @@ type Config struct {
 	Addr string
 
 	// Loops is the number of event loops, each a goroutine locked to its OS
-	// thread. Default runtime.GOMAXPROCS(0).
+	// thread while it runs (on epoll it leaves the thread while it sleeps in
+	// Go's netpoller: docs/TLS.md#where-a-loop-sleeps). Default
+	// runtime.GOMAXPROCS(0).
 	Loops int
 
 	// Accept chooses how loops share the listener. Default AcceptDefault.

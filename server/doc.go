@@ -52,7 +52,9 @@
 //
 // # Loops and the turn
 //
-// Each loop is a goroutine locked to its OS thread. A turn runs the phases
+// Each loop is a goroutine locked to its OS thread while it runs (on epoll
+// it leaves the thread while it sleeps in Go's netpoller, loop.park). A
+// turn runs the phases
 // wait, start, accept, ready, io, inbox, timers, drain, flush, writable,
 // control (see loop.run for the order and its reasons). Non-blocking
 // syscalls (read, writev, accept4, epoll_ctl, and epoll_wait with timeout
@@ -98,8 +100,9 @@
 //
 // # Calls from other goroutines
 //
-// Conn methods detect whether they run on the connection's loop (the loop
-// thread is locked, so the runtime's M identifies it) and act directly;
+// Conn methods detect whether they run on the connection's loop (the
+// running loop's thread is locked, so the runtime's M identifies it; a
+// sleeping loop records none) and act directly;
 // otherwise they copy into a pooled buffer and go through the loop's
 // bounded inbox, tagged with the connection's generation. A full inbox
 // returns ErrInboxFull; a stale generation drops the task, so an fd reused

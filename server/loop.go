@@ -191,7 +191,7 @@ func (l *loop) submit(t task) error {
 // end of the turn, so a burst of pipelined requests costs one read and one
 // writev, and its peer has the replies before the loop moves on.
 func (l *loop) run() {
-	runtime.LockOSThread() // never unlocked: the thread exits with the loop
+	runtime.LockOSThread() // unlocked only while parked (park): the thread exits with the loop
 	l.m.Store(getm())
 	defer l.exit()
 	if err := l.p.Attach(); err != nil { // per-thread backend setup (io_uring: the ring)
