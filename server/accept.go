@@ -83,12 +83,8 @@ func (l *loop) acceptError(en unix.Errno) {
 	l.st[cAcceptErrnoBase+int(acceptErrnoOf(en))]++
 }
 
-// addConn puts c's fd in the poller, except on a TLS engine before the
-// handshake (handshakeDone does it).
+// addConn puts c's fd in the poller.
 func (l *loop) addConn(c *Conn) error {
-	if l.cfg.TLS != nil && c.tls == nil {
-		return nil
-	}
 	return l.p.Add(int(c.fd), connEvents, uint32(c.gen))
 }
 
@@ -104,8 +100,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	c := &Conn{loop: l, fd: int32(fd), gen: l.gen, remote: peer}
 	c.tm.idx, c.tm.c = -1, c
 	l.shed.opened(c)
-	// a TLS connection joins the poller when its handshake is done (its
-	// handshake goroutine reads it until then: tls.go)
+	// a TLS connection's events wake its handshake goroutine first (tls.go)
 	if err := l.addConn(c); err != nil {
 		sysClose(fd)
 		l.e.unreserveConn()

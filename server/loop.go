@@ -348,6 +348,10 @@ func (l *loop) ioPhase(n int) {
 			l.st[cStaleEvents]++
 			continue
 		}
+		if c.flags&fHandshake != 0 { // TLS: its handshake goroutine reads and writes
+			l.handshakeEvent(c)
+			continue
+		}
 		if ev&netpoll.Data != 0 { // recv mode: bytes delivered with the completion
 			data, res := l.p.Received(i)
 			l.recvEvent(c, data, res, ev&netpoll.More != 0)

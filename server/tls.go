@@ -22,10 +22,11 @@ import (
 // TLS in the loop (docs/TLS.md). The standard library's crypto/tls runs
 // unforked over a net.Conn of the engine's making (tlsPipe):
 //
-//   - The handshake runs on a goroutine of its own, over a duplicate of the
-//     connection's fd registered with Go's poller, so a peer that stalls
-//     mid-handshake parks a goroutine until Config.TLSHandshakeTimeout,
-//     never a loop or a thread. Handshakes in progress are bounded
+//   - The handshake runs on a goroutine of its own, which reads and writes
+//     the connection's fd itself and waits for the readiness the loop's
+//     poller reports (hsFeed), so a peer that stalls mid-handshake parks a
+//     goroutine until Config.TLSHandshakeTimeout, never a loop or a
+//     thread. Handshakes in progress are bounded
 //     (Config.MaxHandshakes closes the listen gate), and so is the CPU
 //     they take: a handshake computes only while it holds one of
 //     Config.HandshakeCPUs tokens, given back whenever it waits for its
@@ -128,9 +129,8 @@ type connTLS struct {
 	eof     bool // tls.Conn.Read returned end of stream (close_notify)
 	more    bool // crypto/tls may hold plaintext or whole records: Read before reading more
 
-	// the handshake's duplicate fd and context, which the loop cancels
-	// when it closes the connection first (cancelHandshake)
-	hsFile   *os.File
+	// the handshake's context, which the loop cancels when it closes the
+	// connection first (cancelHandshake)
 	hsCancel context.CancelFunc
 
 	tenant []byte // the verified client certificate's tenant key (TenantByClientCert)
@@ -155,8 +155,52 @@ func TenantByClientCert(c *Conn, _ []byte, f *admission.Frame) {
 // loop is dropped as stale.
 func (c *Conn) cancelHandshake() {
 	if t := c.tls; t != nil && t.hsCancel != nil && c.flags&fHandshake != 0 {
+		if h := t.pipe.hs; h != nil {
+			h.mu.Lock() // waits out a system call of the goroutine's on the fd
+			h.closed = true
+			h.mu.Unlock()
+			h.signal()
+		}
 		t.hsCancel()
-		t.hsFile.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// errHandshakeCanceled is what a handshake goroutine's reads and writes
+// return once the loop closed its connection.
+var errHandshakeCanceled = errors.New("sluice: tls handshake canceled: connection closed")
+
+// hsFeed is what a handshake goroutine shares with its loop. The
+// connection is in the loop's poller from its accept; the goroutine reads
+// and writes its fd with non-blocking system calls and, when one would
+// block, waits for wake, which the loop signals on the connection's
+// events. Each of its system calls holds mu, and the loop marks the
+// connection closed under mu before it closes the fd, so no call of the
+// goroutine's reaches an fd number reused since (docs/TLS.md#design).
+type hsFeed struct {
+	mu      sync.Mutex
+	closed  bool          // the loop closed the connection
+	wake    chan struct{} // one slot: an event came, or the connection closed
+	fd      int
+	wantOut atomic.Bool // a write would block: the loop watches for room (armOut)
+}
+
+// signal wakes the goroutine if it waits; a wake-up pending already is
+// enough.
+func (h *hsFeed) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wait parks the goroutine until the loop signals or the handshake's
+// deadline passes.
+func (p *tlsPipe) wait() error {
+	select {
+	case <-p.hs.wake:
+		return nil
+	case <-p.ctx.Done():
+		return p.ctx.Err()
 	}
 }
 
@@ -186,18 +230,21 @@ func (*wouldBlock) Temporary() bool { return true }
 // whole records (next), so crypto/tls never holds part of one: the loop
 // then knows, from the bytes it holds itself, whether a Read can make
 // progress, and calls it only then (each Read that must fetch bytes costs
-// crypto/tls an allocation). During the handshake it reads f (a duplicate
-// of the connection's fd in Go's poller) with a deadline, holding a CPU
-// token only between a read's return and the next wait; once established
-// it hands out the ciphertext the loop put in buf and appends what
-// crypto/tls writes to wout, for the loop to write.
+// crypto/tls an allocation). During the handshake it reads and writes the
+// connection's fd (hs), holding a CPU token only between a read's return
+// and the next wait; once established it hands out the ciphertext the loop
+// put in buf and appends what crypto/tls writes to wout, for the loop to
+// write.
 type tlsPipe struct {
-	f      *os.File // the handshake's fd; nil once established
-	e      *Engine  // its CPU tokens and share (tls_share.go)
+	hs     *hsFeed // the handshake's; nil once established
+	e      *Engine // its CPU tokens and share (tls_share.go)
 	held   bool
 	busy   bool  // a loop had work when the step that holds the token began
 	stepAt int64 // engine clock when it began
 	ctx    context.Context
+	l      *loop // the handshake's loop and connection (armOut)
+	fd     int32
+	gen    uint64
 	local  net.Addr
 	remote net.Addr
 
@@ -240,7 +287,7 @@ func (p *tlsPipe) next() bool {
 
 func (p *tlsPipe) Read(b []byte) (int, error) {
 	for !p.next() {
-		if p.f == nil {
+		if p.hs == nil {
 			return 0, errWouldBlock
 		}
 		if err := p.fill(); err != nil {
@@ -281,21 +328,105 @@ func (p *tlsPipe) fill() error {
 	if cap(p.buf)-len(p.buf) < 4096 {
 		p.buf = append(make([]byte, 0, 2*cap(p.buf)+4096), p.buf...)
 	}
-	p.release() // waiting for the peer costs no CPU token
-	n, err := p.f.Read(p.buf[len(p.buf):cap(p.buf)])
-	p.buf = p.buf[:len(p.buf)+n]
-	if err != nil {
-		return err
+	h := p.hs
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return errHandshakeCanceled
+		}
+		n, en := sysRead(h.fd, p.buf[len(p.buf):cap(p.buf)])
+		h.mu.Unlock()
+		switch {
+		case en == unix.EINTR:
+			continue
+		case en == unix.EAGAIN:
+			p.release() // waiting for the peer costs no CPU token
+			if err := p.wait(); err != nil {
+				return err
+			}
+			continue
+		case en != 0:
+			return os.NewSyscallError("read", en)
+		case n == 0:
+			return io.EOF
+		}
+		p.buf = p.buf[:len(p.buf)+n]
+		return p.acquire()
 	}
-	return p.acquire()
 }
 
+// Write appends b to wout once established (the loop writes it); during
+// the handshake it writes b to the fd, waiting for room as it must.
 func (p *tlsPipe) Write(b []byte) (int, error) {
-	if p.f == nil {
+	h := p.hs
+	if h == nil {
 		p.wout = append(p.wout, b...)
 		return len(b), nil
 	}
-	return p.f.Write(b)
+	total := 0
+	for len(b) > 0 {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return total, errHandshakeCanceled
+		}
+		n, en := sysWrite(h.fd, b)
+		h.mu.Unlock()
+		if n > 0 {
+			total += n
+			b = b[n:]
+			continue
+		}
+		switch en {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN, 0:
+			if !h.wantOut.Swap(true) {
+				p.submit(task{kind: taskRun, fd: p.fd, gen: p.gen, fn: armHandshakeOut})
+			}
+			p.release()
+			if err := p.wait(); err != nil {
+				return total, err
+			}
+			if err := p.acquire(); err != nil {
+				return total, err
+			}
+			continue
+		}
+		return total, os.NewSyscallError("write", en)
+	}
+	return total, nil
+}
+
+// armHandshakeOut has the loop watch a handshake's connection for room to
+// write (its events wake the goroutine: handshakeEvent); arming reports
+// room that is there already.
+func armHandshakeOut(c *Conn) {
+	l := c.loop
+	if c.flags&(fHandshake|fClosed|fOutArmed) != fHandshake {
+		return
+	}
+	c.flags |= fOutArmed
+	l.st[cOutArms]++
+	if err := l.p.Mod(int(c.fd), connEventsOut, uint32(c.gen)); err != nil {
+		l.closeNow(c, err)
+	}
+}
+
+// handshakeEvent is a poller event of a connection in its handshake: it
+// wakes the goroutine, which reads or writes.
+func (l *loop) handshakeEvent(c *Conn) {
+	c.lastActive = l.now
+	c.tls.pipe.hs.signal()
+}
+
+// submit hands tk to the handshake's loop, retrying a full inbox; a
+// closed connection or engine drops it.
+func (p *tlsPipe) submit(tk task) {
+	for p.l.submit(tk) == ErrInboxFull {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // acquire takes a CPU token, or fails when the handshake's deadline passes
@@ -327,18 +458,18 @@ func (p *tlsPipe) release() {
 }
 
 func (p *tlsPipe) Close() error { return nil } // the loop closes the fd
-// LocalAddr is the connection's local address, read from the handshake's
-// fd the first time it is asked for (a GetCertificate that picks by
-// address); nil if first asked once the handshake is done.
+// LocalAddr is the connection's local address, read from its fd the first
+// time it is asked for (a GetCertificate that picks by address) unless the
+// loop closed it; nil if first asked once the handshake is done.
 func (p *tlsPipe) LocalAddr() net.Addr {
-	if p.local == nil && p.f != nil {
-		if rc, err := p.f.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) {
-				if sa, err := unix.Getsockname(int(fd)); err == nil {
-					p.local = sockaddrAddr(sa)
-				}
-			})
+	if h := p.hs; p.local == nil && h != nil {
+		h.mu.Lock()
+		if !h.closed {
+			if sa, err := unix.Getsockname(h.fd); err == nil {
+				p.local = sockaddrAddr(sa)
+			}
 		}
+		h.mu.Unlock()
 	}
 	return p.local
 }
@@ -373,55 +504,36 @@ func sockaddrAddr(sa unix.Sockaddr) net.Addr {
 	return nil
 }
 
-// startHandshake hands a new TLS connection to a handshake goroutine. The
-// loop does not read it (fHandshake) until handshakeDone.
+// startHandshake hands a new TLS connection (in the loop's poller) to a
+// handshake goroutine; the loop does not read it (fHandshake) and passes
+// its events on to the goroutine (handshakeEvent) until handshakeDone.
 func (l *loop) startHandshake(c *Conn) {
 	e := l.e
 	t := &e.tls
-	dup, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		l.handshakeFailed(c, &HandshakeError{HandshakeOther, os.NewSyscallError("fcntl", err)})
-		return
-	}
 	c.flags |= fHandshake
 	c.tls = &connTLS{}
 	p := &c.tls.pipe
-	p.f = os.NewFile(uintptr(dup), "tls")
-	p.e = e
+	p.hs = &hsFeed{wake: make(chan struct{}, 1), fd: int(c.fd)}
+	p.e, p.l, p.fd, p.gen = e, l, c.fd, c.gen
 	p.remote = c.RemoteAddr()
 	c.tls.tc = tls.Server(p, e.cfg.TLS)
 	if t.active.Add(1) >= int64(e.cfg.MaxHandshakes) {
 		e.pauseAccept(gateHandshakes)
 	}
-	deadline := time.Now().Add(e.cfg.TLSHandshakeTimeout)
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.TLSHandshakeTimeout)
 	p.ctx = ctx
-	c.tls.hsFile, c.tls.hsCancel = p.f, cancel
-	fd, gen := c.fd, c.gen
-	tc, f := c.tls.tc, p.f
+	c.tls.hsCancel = cancel
+	tc := c.tls.tc
 	go func() {
-		err := f.SetDeadline(deadline)
-		if err == nil {
-			err = handshake(tc)
-		}
+		err := handshake(tc)
 		p.release()
 		cancel()
-		f.Close() // the duplicate only: the loop keeps the connection's fd
-		p.f, p.ctx = nil, nil
+		p.ctx = nil
 		if t.active.Add(-1) <= int64(e.cfg.MaxHandshakes)*3/4 {
 			e.resumeAccept(gateHandshakes)
 		}
-		// back to the loop; a full inbox is retried, a closed connection
-		// or engine drops it
-		tk := task{kind: taskRun, fd: fd, gen: gen, fn: func(c *Conn) { c.loop.handshakeDone(c, err) }}
-		for {
-			switch l.submit(tk) {
-			case ErrInboxFull:
-				time.Sleep(time.Millisecond)
-				continue
-			}
-			return
-		}
+		// back to the loop
+		p.submit(task{kind: taskRun, fd: p.fd, gen: p.gen, fn: func(c *Conn) { c.loop.handshakeDone(c, err) }})
 	}()
 }
 
@@ -454,9 +566,13 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 		return
 	}
 	t := c.tls
-	if err := l.addConn(c); err != nil {
-		l.closeNow(c, err) // fHandshake still set: the handler never saw it
-		return
+	t.pipe.hs = nil
+	if c.flags&fOutArmed != 0 { // the handshake waited for room
+		c.flags &^= fOutArmed
+		if err := l.p.Mod(int(c.fd), connEvents, uint32(c.gen)); err != nil {
+			l.closeNow(c, err) // fHandshake still set: the handler never saw it
+			return
+		}
 	}
 	st := t.tc.ConnectionState()
 	t.state = &st
@@ -469,7 +585,7 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 	}
 	c.flags &^= fHandshake
 	t.since = l.now
-	t.hsFile, t.hsCancel = nil, nil
+	t.hsCancel = nil
 	// what the handshake read past its last record stays with c; crypto/tls
 	// may hold whole records read with the handshake's
 	p := &t.pipe
@@ -482,7 +598,7 @@ func (l *loop) handshakeDone(c *Conn, err error) {
 	c.act(l.onOpen(c))
 	if c.flags&fClosed == 0 {
 		// the handshake goroutine may have read past the handshake, and
-		// the edges it consumed will not come again
+		// the edges it was woken for will not come again
 		l.ready(c, fNeedRead)
 	}
 }

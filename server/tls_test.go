@@ -680,3 +680,101 @@ func TestTLSHandshakePanic(t *testing.T) {
 	}
 	c.Close()
 }
+
+// bigChainServer is ca.server() with a certificate chain of about 200 KB
+// (the CA's certificate repeated after the leaf, under crypto/tls's 256 KiB
+// bound on a Certificate message): a flight the socket cannot take at once
+// when the client's receive window is small.
+func bigChainServer(ca testCA) *tls.Config {
+	leaf := ca.Cert
+	chain := append([][]byte(nil), leaf.Certificate...)
+	for n := 0; n < 200<<10; n += len(leaf.Certificate[0]) {
+		chain = append(chain, leaf.Certificate[0])
+	}
+	leaf.Certificate = chain
+	return &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
+}
+
+// slowFirstRead delays its first Read, so what the server writes first
+// fills the socket.
+type slowFirstRead struct {
+	net.Conn
+	once sync.Once
+}
+
+func (s *slowFirstRead) Read(b []byte) (int, error) {
+	s.once.Do(func() { time.Sleep(300 * time.Millisecond) })
+	return s.Conn.Read(b)
+}
+
+// TestTLSHandshakeWaitsForRoom: a handshake whose flight the socket does
+// not take at once (a 200 KB chain, 4 KiB socket buffers, a client that
+// starts reading late) waits for room (EPOLLOUT through the loop) and
+// completes; a client that never reads times out (counted), the engine
+// serves on.
+func TestTLSHandshakeWaitsForRoom(t *testing.T) {
+	ca := tlsCA(t)
+	e := start(t, Config{Loops: 1, Codec: protocolLength(), TLS: bigChainServer(ca), TLSHandshakeTimeout: 500 * time.Millisecond,
+		SocketSendBufferBytes: 4096}, newTestHandler())
+	echo := func() {
+		t.Helper()
+		raw, err := dialSmallWindow(e.Addr().String(), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := tls.Client(&slowFirstRead{Conn: raw}, &tls.Config{InsecureSkipVerify: true})
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		msg := pipelined(1, 100)
+		if _, err := c.Write(msg); err != nil {
+			t.Fatalf("handshake and write: %v", err)
+		}
+		back := make([]byte, len(msg))
+		if _, err := io.ReadFull(c, back); err != nil || !bytes.Equal(back, msg) {
+			t.Fatalf("echo: %v", err)
+		}
+	}
+	echo()
+	if st := e.Stats(); st.OutArms == 0 || st.TLSHandshakes != 1 {
+		t.Fatalf("the flight did not wait for room: %d EPOLLOUT arms, %d handshakes", st.OutArms, st.TLSHandshakes)
+	}
+	// a client that sends its ClientHello and never reads
+	raw, err := dialSmallWindow(e.Addr().String(), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	hello := make(chan []byte, 1)
+	cc := tls.Client(&captureWrites{first: hello}, &tls.Config{InsecureSkipVerify: true})
+	go cc.Handshake() // ends when captureWrites fails its read
+	if _, err := raw.Write(<-hello); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, e, "the stalled handshake timed out", func(s Stats) bool {
+		return s.TLSHandshakeFailures[HandshakeTimeout] == 1 && s.TLSHandshaking == 0
+	})
+	echo()
+}
+
+// captureWrites is a net.Conn that hands its first write (a ClientHello)
+// to first and fails every read.
+type captureWrites struct {
+	net.Conn
+	first chan []byte
+	sent  bool
+}
+
+func (c *captureWrites) Write(b []byte) (int, error) {
+	if !c.sent {
+		c.sent = true
+		c.first <- append([]byte(nil), b...)
+	}
+	return len(b), nil
+}
+func (c *captureWrites) Read([]byte) (int, error)         { return 0, io.EOF }
+func (c *captureWrites) Close() error                     { return nil }
+func (c *captureWrites) SetDeadline(time.Time) error      { return nil }
+func (c *captureWrites) SetReadDeadline(time.Time) error  { return nil }
+func (c *captureWrites) SetWriteDeadline(time.Time) error { return nil }
+func (c *captureWrites) LocalAddr() net.Addr              { return nil }
+func (c *captureWrites) RemoteAddr() net.Addr             { return nil }
