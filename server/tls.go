@@ -543,10 +543,10 @@ func (l *loop) startHandshake(c *Conn) {
 var errHandshakePanic = errors.New("sluice: tls handshake panicked")
 
 // handshake runs tc's handshake, a panic in it returned as an error.
-// Its deadline and cancellation reach it through the pipe (the duplicate
-// fd's deadline, the token waits' context), not through HandshakeContext,
-// which would start a goroutine per handshake to close a pipe whose Close
-// does nothing.
+// Its deadline and cancellation reach it through the pipe (its waits
+// select on the handshake's context), not through HandshakeContext, which
+// would start a goroutine per handshake to close a pipe whose Close does
+// nothing.
 func handshake(tc *tls.Conn) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
