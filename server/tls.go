@@ -316,7 +316,8 @@ func (p *tlsPipe) putHSBuf() {
 	p.buf, p.off, p.end = nil, 0, 0
 }
 
-// fill reads more of the handshake from f, after what buf holds.
+// fill reads more of the handshake from the connection's fd, after what
+// buf holds, waiting for the loop's wake when nothing is there.
 func (p *tlsPipe) fill() error {
 	if p.off > 0 {
 		p.buf = p.buf[:copy(p.buf, p.buf[p.off:])]
