@@ -206,6 +206,11 @@ type HammerConfig struct {
 	// ShedArgs and TightShedArgs are as in MatrixConfig.
 	ShedArgs      []string `json:"shed_args,omitempty"`
 	TightShedArgs []string `json:"tight_shed_args,omitempty"`
+	// Reconnect has the closed loops dial a connection the server closed
+	// with a final refusal again once its retry-after has passed, as a
+	// client honouring it would (default: it stays closed, and the loop
+	// runs on with fewer connections).
+	Reconnect bool `json:"reconnect,omitempty"`
 
 	// Progress, when non-nil, receives a line per run.
 	Progress io.Writer `json:"-"`
@@ -387,6 +392,10 @@ type HammerCell struct {
 	ConnErrors  int64 `json:"conn_errors"`
 	Unfinished  int64 `json:"unfinished"`
 	AllAnswered bool  `json:"all_answered"`
+	// GoAways is the most connections of a round closed with a final
+	// refusal, Reconnects the most redials of a round (Reconnect).
+	GoAways    int `json:"goaways,omitempty"`
+	Reconnects int `json:"reconnects,omitempty"`
 	// Failed counts hammer runs without a result.
 	Failed int `json:"failed,omitempty"`
 	// GeneratorBusy is the largest share of its CPUs the generator used.
@@ -489,6 +498,7 @@ func (rep *HammerReport) Summarize() {
 		c.Dropped = max(c.Dropped, r.Unanswered)
 		c.ConnErrors = max(c.ConnErrors, errs)
 		c.Unfinished = max(c.Unfinished, l.Unfinished)
+		c.GoAways, c.Reconnects = max(c.GoAways, l.GoAways), max(c.Reconnects, l.Reconnects)
 		c.AllAnswered = c.AllAnswered && r.Answered
 		c.GeneratorBusy = max(c.GeneratorBusy, l.ClientUtil/float64(max(1, len(rep.Config.ClientCPUs))))
 		a.good = append(a.good, l.MsgsPerSec)

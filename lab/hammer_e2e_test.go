@@ -41,6 +41,7 @@ func TestHammerEndToEnd(t *testing.T) {
 		Warmup:      stretch(100*time.Millisecond, slow),
 		Duration:    stretch(300*time.Millisecond, slow),
 		MinSamples:  10,
+		Reconnect:   true, // the generator takes -reconnect (no final refusal comes this soon)
 		Progress:    testLog{t},
 		Checkpoint:  func(*lab.HammerReport) { checkpoints++ },
 	}

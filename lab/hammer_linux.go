@@ -140,7 +140,8 @@ func (h *hammer) closedLoop(ctx context.Context, mb MatrixBlock, shape HammerSha
 	c := h.hcfg
 	expect := float64(len(c.ServerCPUs)) / mb.Work.Seconds()
 	s := loadSpec{Conns: shape.Conns, InFlight: shape.InFlight, Size: c.Size, Warmup: c.Warmup,
-		Duration: window(c.Duration, c.MinSamples, expect), Timeout: responseTimeout(mb.Work, shape.Conns*shape.InFlight)}
+		Duration: window(c.Duration, c.MinSamples, expect), Timeout: responseTimeout(mb.Work, shape.Conns*shape.InFlight),
+		Reconnect: c.Reconnect}
 	r := MatrixRun{Round: mb.Round, Mode: mb.Mode, Conns: shape.Conns, Work: mb.Work, Server: srv, Kind: kind, InFlight: shape.InFlight}
 	h.run(ctx, mb, srv, s, &r)
 	return r

@@ -226,6 +226,9 @@ func hammerCellTexts(c *HammerCell) []string {
 	if !c.AllAnswered {
 		unanswered = fmt.Sprintf("%d lost, %d conns failed%s", c.Dropped, c.ConnErrors, miss)
 	}
+	if c.GoAways > 0 || c.Reconnects > 0 {
+		unanswered += fmt.Sprintf("; %d conns closed with a final refusal, %d redialled", c.GoAways, c.Reconnects)
+	}
 	cpu := "–"
 	if c.ServerUtil.Median > 0 {
 		cpu = fmt.Sprintf("%.0f%% busy", 100*c.ServerUtil.Median)

@@ -456,3 +456,27 @@ func TestHammerOldReport(t *testing.T) {
 		t.Errorf("markdown:\n%s", md)
 	}
 }
+
+// TestHammerGoAways: the connections closed with a final refusal and the
+// redials (bench load -reconnect) are the most of any round, and the
+// table's "unanswered" column names them.
+func TestHammerGoAways(t *testing.T) {
+	rep := hammerFixture()
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		if r.Kind == KindHammer && r.Server == ServerSluiceShedDefault && r.Mode == ModeInline {
+			r.Load.GoAways, r.Load.Reconnects = 5*r.Round, 9*r.Round
+		}
+	}
+	rep.Summarize()
+	s := rep.cell(ModeInline, ServerSluiceShedDefault)
+	if s.GoAways != 10 || s.Reconnects != 18 {
+		t.Errorf("goaways %d, reconnects %d: want 10 and 18", s.GoAways, s.Reconnects)
+	}
+	if n := rep.cell(ModeInline, ServerNet); n.GoAways != 0 || n.Reconnects != 0 {
+		t.Errorf("net: goaways %d, reconnects %d", n.GoAways, n.Reconnects)
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "| 0; 10 conns closed with a final refusal, 18 redialled |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}

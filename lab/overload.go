@@ -338,6 +338,11 @@ type LoadBrief struct {
 	Dropped    int64 `json:"dropped,omitempty"`
 	// ConnsOpen is how many connections the generator established.
 	ConnsOpen int `json:"conns_open,omitempty"`
+	// GoAways is how many connections the server closed with a final
+	// refusal, Reconnects how many times the generator dialled such a
+	// connection again (HammerConfig.Reconnect).
+	GoAways    int `json:"goaways,omitempty"`
+	Reconnects int `json:"reconnects,omitempty"`
 }
 
 // brief keeps what the report needs of r.
@@ -347,7 +352,8 @@ func brief(r *bench.LoadResult) *LoadBrief {
 	}
 	b := &LoadBrief{OfferedPerSec: r.OfferedPerSec, MsgsPerSec: r.MsgsPerSec, RejectedPerSec: r.RejectedPerSec,
 		Rejects: r.Rejects, Latency: r.Latency, RejectLatency: r.RejectLatency, Missed: r.Missed, Late: r.Late, Errors: r.Errors,
-		Intended: r.Intended, Msgs: r.Msgs, Rejected: r.Rejected, Unfinished: r.Unfinished, Dropped: r.Dropped, ConnsOpen: r.ConnsOpen}
+		Intended: r.Intended, Msgs: r.Msgs, Rejected: r.Rejected, Unfinished: r.Unfinished, Dropped: r.Dropped, ConnsOpen: r.ConnsOpen,
+		GoAways: r.GoAways, Reconnects: r.Reconnects}
 	if r.Server != nil {
 		b.ServerUtil, b.ServerMicrosPerMsg = r.Server.Util, r.Server.CPUMicrosPerMsg
 	}

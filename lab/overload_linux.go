@@ -172,6 +172,9 @@ type loadSpec struct {
 	// generator at once).
 	LocalAddr     string
 	NoServerStats bool
+	// Reconnect has a closed loop dial a connection closed with a final
+	// refusal again after its retry-after (bench load -reconnect).
+	Reconnect bool
 }
 
 // load runs the generator pinned to the client CPUs against p with the
@@ -248,6 +251,9 @@ func (o *overload) runGenerator(ctx context.Context, p *serverProc, s loadSpec, 
 		args = append(args, "-rate", strconv.FormatFloat(s.Rate, 'f', 0, 64))
 	default:
 		args = append(args, "-inflight", strconv.Itoa(s.InFlight))
+		if s.Reconnect {
+			args = append(args, "-reconnect")
+		}
 	}
 	timeout := bench.DefaultResponseTimeout
 	if s.Timeout > 0 {

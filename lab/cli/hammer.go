@@ -22,6 +22,7 @@ type hammerFlags struct {
 	cells   string
 	servers string
 	noRef   bool
+	redial  bool
 }
 
 func (h *hammerFlags) register(fs *flag.FlagSet) {
@@ -29,6 +30,7 @@ func (h *hammerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.cells, "hammer-cells", "", "hammer: closed loops CONNSxINFLIGHT, comma-separated (empty: 1000x8,1000x64,64x64)")
 	fs.StringVar(&h.servers, "hammer-servers", "", "hammer: servers under test, from sluice-shed-default, sluice-shed, sluice-shed-tight, sluice-noshed, gnet, net (empty: sluice-shed-default,gnet,net)")
 	fs.BoolVar(&h.noRef, "hammer-no-ref", false, "hammer: leave out the reference runs (faster; the admitted p99 is then not judged)")
+	fs.BoolVar(&h.redial, "hammer-reconnect", false, "hammer: the closed loops dial a connection closed with a final refusal again after its retry-after, as a client honouring it would (bench load -reconnect; default: it stays closed)")
 }
 
 // config parses the hammer's lists, and the matrix flags it shares, into
@@ -46,6 +48,7 @@ func (h *hammerFlags) config(mf *matrixFlags, cfg *lab.HammerConfig) error {
 	same := func(s string) (string, error) { return s, nil }
 	cfg.Servers, _ = parseList(h.servers, same)
 	cfg.NoReference = h.noRef
+	cfg.Reconnect = h.redial
 	return nil
 }
 

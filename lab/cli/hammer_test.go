@@ -14,13 +14,13 @@ import (
 )
 
 func TestHammerFlags(t *testing.T) {
-	h := hammerFlags{cells: "1000x8, 64x64", servers: "sluice-shed-default,net", noRef: true}
+	h := hammerFlags{cells: "1000x8, 64x64", servers: "sluice-shed-default,net", noRef: true, redial: true}
 	m := matrixFlags{works: "50us,2ms", modes: "inline", minSamples: 500}
 	var cfg lab.HammerConfig
 	if err := h.config(&m, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(cfg.Shapes, cfg.Works, cfg.Modes, cfg.Servers, cfg.MinSamples, cfg.NoReference); got != "[1000x8 64x64] [50µs 2ms] [inline] [sluice-shed-default net] 500 true" {
+	if got := fmt.Sprint(cfg.Shapes, cfg.Works, cfg.Modes, cfg.Servers, cfg.MinSamples, cfg.NoReference, cfg.Reconnect); got != "[1000x8 64x64] [50µs 2ms] [inline] [sluice-shed-default net] 500 true true" {
 		t.Errorf("config %s", got)
 	}
 	var empty lab.HammerConfig
