@@ -83,11 +83,6 @@ func (l *loop) acceptError(en unix.Errno) {
 	l.st[cAcceptErrnoBase+int(acceptErrnoOf(en))]++
 }
 
-// addConn puts c's fd in the poller.
-func (l *loop) addConn(c *Conn) error {
-	return l.p.Add(int(c.fd), connEvents, uint32(c.gen))
-}
-
 // open registers a freshly accepted fd as a connection and calls OnOpen.
 func (l *loop) open(fd int, peer netip.AddrPort) {
 	if en := netpoll.SetNoDelay(fd); en != 0 {
@@ -101,7 +96,7 @@ func (l *loop) open(fd int, peer netip.AddrPort) {
 	c.tm.idx, c.tm.c = -1, c
 	l.shed.opened(c)
 	// a TLS connection's events wake its handshake goroutine first (tls.go)
-	if err := l.addConn(c); err != nil {
+	if err := l.p.Add(fd, connEvents, uint32(c.gen)); err != nil {
 		sysClose(fd)
 		l.e.unreserveConn()
 		var en unix.Errno

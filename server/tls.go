@@ -237,12 +237,11 @@ func (*wouldBlock) Temporary() bool { return true }
 // write.
 type tlsPipe struct {
 	hs     *hsFeed // the handshake's; nil once established
-	e      *Engine // its CPU tokens and share (tls_share.go)
 	held   bool
 	busy   bool  // a loop had work when the step that holds the token began
 	stepAt int64 // engine clock when it began
 	ctx    context.Context
-	l      *loop // the handshake's loop and connection (armOut)
+	l      *loop // the handshake's loop (its engine's CPU tokens and share: tls_share.go) and connection
 	fd     int32
 	gen    uint64
 	local  net.Addr
@@ -436,14 +435,14 @@ func (p *tlsPipe) acquire() error {
 	if p.held {
 		return nil
 	}
-	if err := p.e.waitShare(p.ctx); err != nil {
+	if err := p.l.e.waitShare(p.ctx); err != nil {
 		return err
 	}
 	select {
-	case p.e.tls.cpu <- struct{}{}:
+	case p.l.e.tls.cpu <- struct{}{}:
 		p.held = true
-		p.stepAt = p.e.clock()
-		p.busy = p.e.sharing(p.stepAt) && p.e.loopsBusy()
+		p.stepAt = p.l.e.clock()
+		p.busy = p.l.e.sharing(p.stepAt) && p.l.e.loopsBusy()
 		return nil
 	case <-p.ctx.Done():
 		return p.ctx.Err()
@@ -452,8 +451,8 @@ func (p *tlsPipe) acquire() error {
 
 func (p *tlsPipe) release() {
 	if p.held {
-		p.e.chargeShare(p.stepAt, p.busy)
-		<-p.e.tls.cpu
+		p.l.e.chargeShare(p.stepAt, p.busy)
+		<-p.l.e.tls.cpu
 		p.held = false
 	}
 }
@@ -515,7 +514,7 @@ func (l *loop) startHandshake(c *Conn) {
 	c.tls = &connTLS{}
 	p := &c.tls.pipe
 	p.hs = &hsFeed{wake: make(chan struct{}, 1), fd: int(c.fd)}
-	p.e, p.l, p.fd, p.gen = e, l, c.fd, c.gen
+	p.l, p.fd, p.gen = l, c.fd, c.gen
 	p.remote = c.RemoteAddr()
 	c.tls.tc = tls.Server(p, e.cfg.TLS)
 	if t.active.Add(1) >= int64(e.cfg.MaxHandshakes) {
