@@ -10,7 +10,7 @@ func (l *loop) requestClose(c *Conn, cause error) {
 	}
 	c.closing = cause
 	c.state.Store(stateClosing)
-	c.flags &^= fRejOnly
+	c.flags &^= fRejOnly | fRejDue
 	l.markDirty(c)
 }
 

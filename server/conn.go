@@ -35,6 +35,7 @@ const (
 	fUnwritable                       // the handler was last told the connection is not writable
 	fHandshake                        // TLS handshake in progress (tls.go): not read; the handler has not seen it
 	fRecvMore                         // recv mode: the last recv left bytes in the socket (netpoll.More)
+	fRejDue                           // the out-queue holds only refusals and is due: its write is part of what refusing costs
 )
 
 // Connection states visible to other goroutines.

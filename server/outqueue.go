@@ -103,7 +103,7 @@ func (c *Conn) queued(n int) {
 	c.outBytes += n
 	c.outMsgs++
 	l.bp.outBytes += n
-	c.flags &^= fRejOnly // a reply goes out now, and the rejects before it with it (answerReject marks its own)
+	c.flags &^= fRejOnly | fRejDue // a reply goes out now, and the rejects before it with it (answerReject marks its own)
 	l.markDirty(c)
 	if c.flags&fPaused == 0 && (c.outBytes >= l.cfg.OutQueueHighBytes || c.outMsgs >= l.bp.msgsHigh) {
 		c.pauseRead()

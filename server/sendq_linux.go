@@ -44,7 +44,7 @@ func (l *loop) flushSend(c *Conn) {
 	if q == nil || c.flags&fOutArmed != 0 {
 		return
 	}
-	c.flags &^= fRejOnly
+	c.flags &^= fRejOnly | fRejDue
 	limit := l.cfg.FlushBudgetBytes
 	if limit <= 0 {
 		limit = math.MaxInt

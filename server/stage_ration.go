@@ -84,7 +84,9 @@ func (s *stage) rationRead(c *Conn, a *connStage, more bool) {
 	}
 	released := a.flags&sReleased != 0
 	if released {
-		c.flags &^= fRejOnly // the batch the hold gathered goes out with this turn
+		if c.flags&fRejOnly != 0 {
+			c.flags = c.flags&^fRejOnly | fRejDue // the batch the hold gathered goes out with this turn
+		}
 		a.relLeft -= int64(s.st[cBytesIn] - rd.bytes0)
 		if !more || a.relLeft <= 0 {
 			a.flags &^= sReleased
@@ -222,7 +224,7 @@ func (s *stage) release(a *connStage) {
 	if c.flags&fRejOnly != 0 && c.out != nil {
 		// the refusals its last read queued go out now at the latest:
 		// a peer that waits for them sends nothing meanwhile
-		c.flags &^= fRejOnly
+		c.flags = c.flags&^fRejOnly | fRejDue
 		s.act.markDirty(c)
 	}
 }

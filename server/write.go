@@ -35,16 +35,10 @@ func (l *loop) flushPhase() {
 		// Skip a connection whose flush budget for this turn is spent (it
 		// is on the ready list for the next turn).
 		if c.out != nil && c.flags&fNeedFlush == 0 {
-			if rejOnly && !l.p.RecvMode() {
-				// a write of refusals alone is part of what refusing costs
-				// (docs/OVERLOAD.md#rationed-reads); recv mode's sends are
-				// the kernel's part, charged with the turn's wait
-				t0 := l.e.clock()
-				l.flushConn(c)
-				l.shed.refusalsWritten(l.e.clock() - t0)
-			} else {
-				l.flushConn(c)
+			if rejOnly {
+				c.flags |= fRejDue
 			}
+			l.flushConn(c)
 		}
 		l.finishClose(c)
 	}
@@ -106,7 +100,23 @@ func (l *loop) flushConn(c *Conn) {
 		l.flushSend(c) // through the ring (sendq_linux.go)
 		return
 	}
+	if c.flags&fRejDue != 0 {
+		// a write of refusals alone, whether due by its hold or by the
+		// end of the connection's ration hold, is part of what refusing
+		// costs (docs/OVERLOAD.md#rationed-reads); recv mode's sends are
+		// the kernel's part, charged with the turn's wait
+		c.flags &^= fRejOnly | fRejDue
+		t0 := l.e.clock()
+		l.writeOut(c, q)
+		l.shed.refusalsWritten(l.e.clock() - t0)
+		return
+	}
 	c.flags &^= fRejOnly // whatever is left is the flusher's (EPOLLOUT, ready list)
+	l.writeOut(c, q)
+}
+
+// writeOut is flushConn's write of c's out-queue q (epoll).
+func (l *loop) writeOut(c *Conn, q *outQueue) {
 	before := q.segs.Len()
 	l.hists.observeOutQueue(c.outBytes)
 	var n int
