@@ -302,10 +302,13 @@ type AdmissionStats struct {
 	// spent on frames it refused (the largest over the loops), from 0 to
 	// 1; past shed.RefuseSharePermille the loop rations its reads.
 	// RationHolds counts the reads it held back because they brought only
-	// refusals, and HeldConns the connections held back now (see
-	// docs/OVERLOAD.md#rationed-reads). Zero unless a cap is derived.
+	// refusals, RationPulls the held connections it read before their hold
+	// ended because it had nothing else to do, and HeldConns the
+	// connections held back now (see docs/OVERLOAD.md#rationed-reads). Zero
+	// unless a cap is derived.
 	RefuseShare float64
 	RationHolds uint64
+	RationPulls uint64
 	HeldConns   int64
 	// GoAways counts connections closed with a final refusal (reason
 	// "goaway") after AdmissionPolicy.GoAwayAfter of refusals, and
@@ -329,6 +332,7 @@ func (e *Engine) admissionStats(sum *counters, queuedBytes int64) AdmissionStats
 		AcceptQueueDepth: int64(sum[gAcceptDepth]),
 		AcceptQueueLimit: int64(sum[gAcceptLimit]),
 		RationHolds:      sum[cRationHolds],
+		RationPulls:      sum[cRationPulls],
 		GoAways:          sum[cGoAways],
 		GoAwayConns:      sum[cGoAwayConns],
 		HeldConns:        int64(sum[gHeldConns]),

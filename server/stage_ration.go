@@ -200,6 +200,7 @@ func (s *stage) releaseHeld() {
 				break
 			}
 			early--
+			s.st[cRationPulls]++
 		}
 		s.release(s.held.pop())
 	}

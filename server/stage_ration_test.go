@@ -133,8 +133,8 @@ func TestRationedReads(t *testing.T) {
 		t.Fatal("an idle loop with held connections sleeps")
 	}
 	s.releaseHeld()
-	if got := before - s.held.n; got != shed.IdleParkReads {
-		t.Fatalf("an idle loop released %d held connections, want %d", got, shed.IdleParkReads)
+	if got := before - s.held.n; got != shed.IdleParkReads || s.st[cRationPulls] != uint64(got) {
+		t.Fatalf("an idle loop released %d held connections (%d pulls counted), want %d", got, s.st[cRationPulls], shed.IdleParkReads)
 	}
 	if a.flags&sRationed == 0 {
 		t.Fatal("an idle loop read a barren connection before its hold ended")

@@ -187,6 +187,7 @@ const (
 	cBacklogRejects // connections accepted only to be refused (GateRejecting)
 	cEarlySubmits   // io_uring submissions of a turn's sends before its end (submitEarly)
 	cRationHolds    // reads held back because they brought only refusals while the loop rationed (stage_ration.go)
+	cRationPulls    // held connections read before their hold ended because the loop had nothing else to do (releaseHeld)
 	cGoAways        // connections closed with a final refusal (goaway.go)
 	cGoAwayConns    // connections refused at accept while their tenant cooled after a final refusal
 	// gauges, set at publish (the accept queue's when sampled)

@@ -41,7 +41,7 @@ func scripted() server.Stats {
 	a.AcceptQueueDepth, a.AcceptQueueLimit, a.BacklogRejects = 9, 4096, 23
 	a.Rejects[admission.ReasonNone], a.Rejects[admission.ReasonTenant], a.Rejects[admission.ReasonQueue] = 1, 24, 25
 	a.QueueDelayCap, a.ServiceTime = 4*time.Millisecond, time.Millisecond
-	a.RefuseShare, a.RationHolds, a.HeldConns = 0.25, 61, 62
+	a.RefuseShare, a.RationHolds, a.RationPulls, a.HeldConns = 0.25, 61, 65, 62
 	a.GoAways, a.GoAwayConns = 63, 64
 	a.RejectsByPriority = [admission.NumPriorities]uint64{admission.PriorityNormal: 5, admission.PriorityBestEffort: 7}
 	a.Pool = server.PoolStats{Workers: 8, Queued: 26, Running: 27, Submitted: 280, Served: 250,
@@ -222,6 +222,7 @@ func TestEngineMetricsValues(t *testing.T) {
 		{"sluice_handler_service_seconds", gau, 0.001},
 		{"sluice_refuse_share_ratio", gau, 0.25},
 		{"sluice_ration_holds_total", ctr, 61},
+		{"sluice_ration_pulls_total", ctr, 65},
 		{"sluice_held_connections", gau, 62},
 		{"sluice_goaways_total", ctr, 63},
 		{"sluice_goaway_refused_connections_total", ctr, 64},

@@ -26,6 +26,8 @@ var engineAdmMetrics = []statMetric{
 		func(s *server.Stats) float64 { return s.Admission.RefuseShare }},
 	{"sluice_ration_holds_total", "Reads the loops held back because they brought only refusals while refusing took too much of the loop (rationed reads).", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Admission.RationHolds) }},
+	{"sluice_ration_pulls_total", "Held connections the loops read before their hold ended because they had nothing else to do (rationed reads).", prometheus.CounterValue,
+		func(s *server.Stats) float64 { return float64(s.Admission.RationPulls) }},
 	{"sluice_goaways_total", "Connections closed with a final refusal (reason goaway) after AdmissionPolicy.GoAwayAfter of refusals (docs/OVERLOAD.md#final-refusals).", prometheus.CounterValue,
 		func(s *server.Stats) float64 { return float64(s.Admission.GoAways) }},
 	{"sluice_goaway_refused_connections_total", "Connections refused at accept while their tenant cooled after a final refusal.", prometheus.CounterValue,
