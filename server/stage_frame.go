@@ -367,7 +367,7 @@ func (s *stage) releaseLazy() {
 				// turn, adds what it sent meanwhile)
 				shortHold(a, s.v.now)
 			}
-			c.flags = c.flags&^fRejOnly | fRejDue // due: the flush phase writes it
+			c.refusalsDue() // the flush phase writes it
 			s.act.markDirty(c)
 		}
 	}

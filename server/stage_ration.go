@@ -84,9 +84,7 @@ func (s *stage) rationRead(c *Conn, a *connStage, more bool) {
 	}
 	released := a.flags&sReleased != 0
 	if released {
-		if c.flags&fRejOnly != 0 {
-			c.flags = c.flags&^fRejOnly | fRejDue // the batch the hold gathered goes out with this turn
-		}
+		c.refusalsDue() // the batch the hold gathered goes out with this turn
 		a.relLeft -= int64(s.st[cBytesIn] - rd.bytes0)
 		if !more || a.relLeft <= 0 {
 			a.flags &^= sReleased
@@ -225,7 +223,7 @@ func (s *stage) release(a *connStage) {
 	if c.flags&fRejOnly != 0 && c.out != nil {
 		// the refusals its last read queued go out now at the latest:
 		// a peer that waits for them sends nothing meanwhile
-		c.flags = c.flags&^fRejOnly | fRejDue
+		c.refusalsDue()
 		s.act.markDirty(c)
 	}
 }

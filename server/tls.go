@@ -173,15 +173,26 @@ var errHandshakeCanceled = errors.New("sluice: tls handshake canceled: connectio
 // connection is in the loop's poller from its accept; the goroutine reads
 // and writes its fd with non-blocking system calls and, when one would
 // block, waits for wake, which the loop signals on the connection's
-// events. Each of its system calls holds mu, and the loop marks the
+// events. Each of its system calls holds mu (call), and the loop marks the
 // connection closed under mu before it closes the fd, so no call of the
 // goroutine's reaches an fd number reused since (docs/TLS.md#design).
 type hsFeed struct {
 	mu      sync.Mutex
 	closed  bool          // the loop closed the connection
 	wake    chan struct{} // one slot: an event came, or the connection closed
-	fd      int
-	wantOut atomic.Bool // a write would block: the loop watches for room (armOut)
+	wantOut atomic.Bool   // a write would block: the loop watches for room (armOut)
+}
+
+// call runs one of the goroutine's system calls on fd under mu, unless
+// the loop closed the connection (errHandshakeCanceled).
+func (h *hsFeed) call(op func(fd int, b []byte) (int, errno), fd int, b []byte) (int, errno, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return 0, 0, errHandshakeCanceled
+	}
+	n, en := op(fd, b)
+	return n, en, nil
 }
 
 // signal wakes the goroutine if it waits; a wake-up pending already is
@@ -328,16 +339,11 @@ func (p *tlsPipe) fill() error {
 	if cap(p.buf)-len(p.buf) < 4096 {
 		p.buf = append(make([]byte, 0, 2*cap(p.buf)+4096), p.buf...)
 	}
-	h := p.hs
 	for {
-		h.mu.Lock()
-		if h.closed {
-			h.mu.Unlock()
-			return errHandshakeCanceled
-		}
-		n, en := sysRead(h.fd, p.buf[len(p.buf):cap(p.buf)])
-		h.mu.Unlock()
+		n, en, err := p.hs.call(sysRead, int(p.fd), p.buf[len(p.buf):cap(p.buf)])
 		switch {
+		case err != nil:
+			return err
 		case en == unix.EINTR:
 			continue
 		case en == unix.EAGAIN:
@@ -366,13 +372,10 @@ func (p *tlsPipe) Write(b []byte) (int, error) {
 	}
 	total := 0
 	for len(b) > 0 {
-		h.mu.Lock()
-		if h.closed {
-			h.mu.Unlock()
-			return total, errHandshakeCanceled
+		n, en, err := h.call(sysWrite, int(p.fd), b)
+		if err != nil {
+			return total, err
 		}
-		n, en := sysWrite(h.fd, b)
-		h.mu.Unlock()
 		if n > 0 {
 			total += n
 			b = b[n:]
@@ -465,7 +468,7 @@ func (p *tlsPipe) LocalAddr() net.Addr {
 	if h := p.hs; p.local == nil && h != nil {
 		h.mu.Lock()
 		if !h.closed {
-			if sa, err := unix.Getsockname(h.fd); err == nil {
+			if sa, err := unix.Getsockname(int(p.fd)); err == nil {
 				p.local = sockaddrAddr(sa)
 			}
 		}
@@ -513,7 +516,7 @@ func (l *loop) startHandshake(c *Conn) {
 	c.flags |= fHandshake
 	c.tls = &connTLS{}
 	p := &c.tls.pipe
-	p.hs = &hsFeed{wake: make(chan struct{}, 1), fd: int(c.fd)}
+	p.hs = &hsFeed{wake: make(chan struct{}, 1)}
 	p.l, p.fd, p.gen = l, c.fd, c.gen
 	p.remote = c.RemoteAddr()
 	c.tls.tc = tls.Server(p, e.cfg.TLS)

@@ -28,16 +28,13 @@ func (l *loop) flushPhase() {
 		if c.flags&fClosed != 0 {
 			continue
 		}
-		rejOnly := c.flags&fRejOnly != 0
-		if rejOnly && l.shed.holdRejects(c) {
+		if c.flags&fRejOnly != 0 && l.shed.holdRejects(c) {
 			continue
 		}
 		// Skip a connection whose flush budget for this turn is spent (it
 		// is on the ready list for the next turn).
 		if c.out != nil && c.flags&fNeedFlush == 0 {
-			if rejOnly {
-				c.flags |= fRejDue
-			}
+			c.refusalsDue()
 			l.flushConn(c)
 		}
 		l.finishClose(c)
@@ -113,6 +110,15 @@ func (l *loop) flushConn(c *Conn) {
 	}
 	c.flags &^= fRejOnly // whatever is left is the flusher's (EPOLLOUT, ready list)
 	l.writeOut(c, q)
+}
+
+// refusalsDue lets an out-queue of refusals alone (fRejOnly) go out at
+// the next flush, which charges its write to the ration (fRejDue); any
+// other out-queue is left as it is.
+func (c *Conn) refusalsDue() {
+	if c.flags&fRejOnly != 0 {
+		c.flags = c.flags&^fRejOnly | fRejDue
+	}
 }
 
 // writeOut is flushConn's write of c's out-queue q (epoll).
