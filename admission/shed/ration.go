@@ -37,8 +37,11 @@ const (
 // Ration keeps a loop's account of what refusing costs it, and whether it
 // rations its reads: a connection whose read brought only refusals is then
 // not read for Hold. It judges at the end of each busy window (Busy):
-// rationing starts after an overloaded window in which refusals took more
-// than RefuseSharePermille of the busy time, and ends after the first
+// rationing starts after a window in which refusals took more than
+// RefuseSharePermille of the busy time, whether or not Busy judged it
+// overloaded (a loop whose held refusals and parked reads keep its
+// clients' requests away from it sleeps, and refuses what they bring late:
+// docs/OVERLOAD.md#rationed-reads), and ends after the first
 // window that was not overloaded, in which refusals took under a quarter
 // of the bound, and after which no connection is held: peers that keep
 // their sockets full of frames that would be refused stale (never reading
@@ -68,12 +71,11 @@ func (r *Ration) Judge(busy int64, overloaded, holding bool) {
 	}
 	r.refused = 0
 	switch {
-	case !overloaded && (r.hold == 0 || r.share < rationTargetPermille/2 && !holding):
+	case r.hold == 0 && r.share <= RefuseSharePermille,
+		!overloaded && r.share < rationTargetPermille/2 && !holding:
 		r.hold = 0
 	case r.hold == 0:
-		if r.share > RefuseSharePermille {
-			r.hold = firstRationHold
-		}
+		r.hold = firstRationHold
 	case r.share > rationTargetPermille:
 		r.hold = min(2*r.hold, MaxRationHold)
 	case r.share < rationTargetPermille/2:

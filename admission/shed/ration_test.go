@@ -19,7 +19,7 @@ func TestRation(t *testing.T) {
 		holding    bool
 		hold       int64
 	}{
-		{"refusals over the bound, not overloaded: no ration", share(500), false, false, 0},
+		{"not overloaded, refusals at the bound: no ration", share(RefuseSharePermille), false, false, 0},
 		{"overloaded, refusals at the bound: no ration", share(RefuseSharePermille), true, false, 0},
 		{"overloaded, refusals over the bound: ration starts", share(RefuseSharePermille + 1), true, false, firstRationHold},
 		{"over the target: the hold doubles", share(rationTargetPermille + 1), true, false, 2 * firstRationHold},
@@ -37,7 +37,8 @@ func TestRation(t *testing.T) {
 		{"not overloaded, refusals under a quarter, connections held: goes on, halved", share(rationTargetPermille/2 - 1), false, true, MinRationHold},
 		{"not overloaded, nothing refused, connections held: goes on", 0, false, true, MinRationHold},
 		{"not overloaded, refusals under a quarter, none held: ration ends", share(rationTargetPermille/2 - 1), false, false, 0},
-		{"not overloaded, ration off: no ration whatever the refusals", share(900), false, false, 0},
+		{"not overloaded, ration off, refusals at the bound: no ration", share(RefuseSharePermille), false, false, 0},
+		{"not overloaded, refusals over the bound: ration starts (a loop its holds keep idle)", share(RefuseSharePermille + 1), false, false, firstRationHold},
 	}
 	for i, s := range steps {
 		r.Refused(s.refused)
