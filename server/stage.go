@@ -264,6 +264,7 @@ func (s *stage) noteIdle() {
 	if busy, closed := s.busy.Judge(s.v.now, s.caps.Short()); closed {
 		s.ration.Judge(busy, s.busy.Overloaded(), s.barren.n > 0 || s.barrenWindow)
 		s.barrenWindow = false
+		s.countHeld()
 		s.light.roll(s.caps.Service())
 		s.st[gRefuseShare] = uint64(s.ration.Share())
 	}

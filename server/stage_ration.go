@@ -272,6 +272,20 @@ func (l *lightCount) sent(a *connStage) {
 	l.slotN[a.slot]++
 }
 
+// countHeld counts the connections the loop holds (rationed or barren)
+// as sending in the closing window: a hold keeps their frames out of the
+// reads, and a light pace judged against fewer connections than the loop
+// holds would pass the held hammers themselves as light
+// (docs/OVERLOAD.md#light-connections).
+func (s *stage) countHeld() {
+	for a := s.held.head; a != nil; a = a.nextHeld {
+		s.light.sent(a)
+	}
+	for a := s.barren.head; a != nil; a = a.nextHeld {
+		s.light.sent(a)
+	}
+}
+
 // roll closes the window: the light pace follows its counts and the loop's
 // average service time.
 func (l *lightCount) roll(service int64) {

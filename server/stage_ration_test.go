@@ -223,7 +223,8 @@ func TestRationedReadsZeroAllocs(t *testing.T) {
 // window's connections) gets L for its normal frames and is read, not
 // deferred, while its bytes are younger than L; a dense one beside it gets
 // C and is held. One with two frames refused in a row is not light, and
-// with 5,000 connections in the window the same pace is no longer light.
+// with 5,000 connections in the window, sending or held by the ration, the
+// same pace is no longer light.
 func TestLightConnections(t *testing.T) {
 	s, l := rationStage(t, false)
 	us, ms := int64(time.Microsecond), int64(time.Millisecond)
@@ -307,6 +308,21 @@ func TestLightConnections(t *testing.T) {
 	s.readEnd(light, 0, false)
 	if s.beforeRead(dense, true) || da.flags&sRationed == 0 {
 		t.Errorf("dense connection read (flags %b)", da.flags)
+	}
+	// 5,000 connections held by the ration, none sending in the window:
+	// they count as sending, so the same pace is no longer light (a held
+	// hammer's pace is its hold's, not its demand).
+	held := make([]connStage, 5000)
+	for i := range held {
+		held[i].slot = la.slot
+		s.held.push(&held[i])
+	}
+	window(2)
+	if got, _ := s.delayCap(light, admission.PriorityNormal); got != c {
+		t.Errorf("light connection beside 5,000 held: cap %v, want C %v", time.Duration(got), time.Duration(c))
+	}
+	for range held {
+		s.held.pop()
 	}
 	// 5,000 connections sending: its share is far below 20/s.
 	window(5000)
