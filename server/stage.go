@@ -265,7 +265,7 @@ func (s *stage) noteIdle() {
 		s.ration.Judge(busy, s.busy.Overloaded(), s.barren.n > 0 || s.barrenWindow)
 		s.barrenWindow = false
 		s.countHeld()
-		s.light.roll(s.caps.Service())
+		s.light.roll(s.v.now, s.caps.Service())
 		s.st[gRefuseShare] = uint64(s.ration.Share())
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"time"
 
 	"github.com/sluicenet/sluice/admission/shed"
 )
@@ -253,11 +254,17 @@ type lightCount struct {
 	tenants int32  // tenants that sent a frame in it
 	slotWin [shed.FairSlots]uint32
 	slotN   [shed.FairSlots]int32 // connections of each tenant that sent a frame in window slotWin
+	maxN    int32                 // the most connections of one tenant in the current window
 
 	service int64                 // the loop's average service time when the last window closed; 0: none is light
 	last    int32                 // tenants in the last window
 	lastN   [shed.FairSlots]int32 // connections of each tenant in the last window
+	since   int64                 // when the current window began
 }
+
+// maxLightWindow bounds how long a light window may grow to count sparse
+// connections (lightCount.roll).
+const maxLightWindow = int64(2 * time.Second)
 
 // sent counts a's frame in the current window.
 func (l *lightCount) sent(a *connStage) {
@@ -270,6 +277,7 @@ func (l *lightCount) sent(a *connStage) {
 		l.tenants++
 	}
 	l.slotN[a.slot]++
+	l.maxN = max(l.maxN, l.slotN[a.slot])
 }
 
 // countHeld counts the connections the loop holds (rationed or barren)
@@ -286,10 +294,19 @@ func (s *stage) countHeld() {
 	}
 }
 
-// roll closes the window: the light pace follows its counts and the loop's
-// average service time.
-func (l *lightCount) roll(service int64) {
-	l.service, l.last = service, l.tenants
+// roll closes the window at now, a busy window's end, unless it is
+// shorter than the longest light gap its own counts give so far (at most
+// maxLightWindow): a connection is counted only if it sends within the
+// window, so a window shorter than the gaps of sparse connections would
+// miss most of them and make them all light (1,000 connections at 1/s
+// counted as a hundred in 100 ms, docs/OVERLOAD.md#light-connections).
+// The light pace follows the counts and the loop's average service time.
+func (l *lightCount) roll(now, service int64) {
+	l.service = service
+	if now-l.since < min(maxLightWindow, shed.LightGap(service, l.tenants*l.maxN)) {
+		return
+	}
+	l.since, l.last, l.maxN = now, l.tenants, 0
 	for i := range l.lastN {
 		l.lastN[i] = 0
 		if l.slotWin[i] == l.window {
@@ -301,9 +318,16 @@ func (l *lightCount) roll(service int64) {
 }
 
 // gap is the light pace of a's connection: shed.LightGap for a share of
-// 1/(tenants × its tenant's connections), as of the last window.
+// 1/(tenants × its tenant's connections), as of the last window or the
+// current one, whichever counted more: a window kept open to count sparse
+// connections (roll) must not leave the counts of the one before it
+// standing meanwhile.
 func (l *lightCount) gap(a *connStage) int64 {
-	return shed.LightGap(l.service, l.last*max(1, l.lastN[a.slot]))
+	n := l.lastN[a.slot]
+	if l.slotWin[a.slot] == l.window {
+		n = max(n, l.slotN[a.slot])
+	}
+	return shed.LightGap(l.service, max(l.last, l.tenants)*max(1, n))
 }
 
 // isLight reports whether c is light (lightConn).

@@ -247,20 +247,33 @@ func TestLightConnections(t *testing.T) {
 		da.pace.Frame()
 	}
 	da.pace.Read(t0 + 2*ms)
-	window := func(conns int) {
+	// window plays busy windows in which la, da and conns-2 others send,
+	// until the light window closes (it stays open while shorter than the
+	// light gap its counts give), and returns how many it took.
+	others := make([]connStage, 5000)
+	window := func(conns int) int {
 		t.Helper()
-		s.light.sent(la)
-		s.light.sent(da)
-		for i := 2; i < conns; i++ { // the others: counted once each
-			s.light.sent(&connStage{})
+		for n := 1; n <= 100; n++ {
+			s.light.sent(la)
+			s.light.sent(da)
+			for i := 2; i < conns; i++ { // the others: counted once each
+				s.light.sent(&others[i])
+			}
+			l.now, l.slept = s.busy.WindowEnd(), false
+			s.noteIdle()
+			if !s.overloaded() || !s.standing() {
+				t.Fatal("a window without sleep: not a standing queue")
+			}
+			if s.light.since == l.now {
+				return n
+			}
 		}
-		l.now, l.slept = s.busy.WindowEnd(), false
-		s.noteIdle()
-		if !s.overloaded() || !s.standing() {
-			t.Fatal("a window without sleep: not a standing queue")
-		}
+		t.Fatal("the light window never closed")
+		return 0
 	}
-	window(65)
+	if n := window(65); n != 1 {
+		t.Errorf("65 connections: the light window took %d busy windows, want 1 (its gap is shorter than one)", n)
+	}
 	c, L := s.caps.Short(), s.caps.Long()
 	if got, _ := s.delayCap(light, admission.PriorityNormal); got != L {
 		t.Errorf("light connection (20/s of a fair %.0f/s): cap %v, want L %v", 1e9/float64(s.caps.Service()*65), time.Duration(got), time.Duration(L))
@@ -324,8 +337,12 @@ func TestLightConnections(t *testing.T) {
 	for range held {
 		s.held.pop()
 	}
-	// 5,000 connections sending: its share is far below 20/s.
-	window(5000)
+	// 5,000 connections sending: its share is far below 20/s. Their light
+	// gap (2 s) is longer than a busy window: the light window stays open
+	// to count the sparse ones among them.
+	if n := window(5000); n < 2 {
+		t.Errorf("5,000 connections: the light window took %d busy window, want more", n)
+	}
 	if got, _ := s.delayCap(light, admission.PriorityNormal); got != c {
 		t.Errorf("light connection among 5,000: cap %v, want C %v", time.Duration(got), time.Duration(c))
 	}
