@@ -238,9 +238,10 @@ func (h *heldList) due() int64 {
 	return h.head.heldUntil
 }
 
-// lightCount counts, busy window by busy window, the tenants that sent
-// frames and each one's connections that did, and derives from the last
-// window's counts the pace at which a connection is light
+// lightCount counts, window by window (a window ends with the first busy
+// window's end at which it is as long as the light gap it counts: roll),
+// the tenants that sent frames and each one's connections that did, and
+// derives from the counts the pace at which a connection is light
 // (shed.LightGap): under a standing queue its frames are admitted up to L,
 // and its reads are not deferred below L, so that a connection far below
 // its fair share of the loop does not pay for those above it
@@ -256,7 +257,7 @@ type lightCount struct {
 	slotN   [shed.FairSlots]int32 // connections of each tenant that sent a frame in window slotWin
 	maxN    int32                 // the most connections of one tenant in the current window
 
-	service int64                 // the loop's average service time when the last window closed; 0: none is light
+	service int64                 // the loop's average service time at the last busy window's end; 0: none is light
 	last    int32                 // tenants in the last window
 	lastN   [shed.FairSlots]int32 // connections of each tenant in the last window
 	since   int64                 // when the current window began
