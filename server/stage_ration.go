@@ -255,7 +255,6 @@ type lightCount struct {
 	tenants int32  // tenants that sent a frame in it
 	slotWin [shed.FairSlots]uint32
 	slotN   [shed.FairSlots]int32 // connections of each tenant that sent a frame in window slotWin
-	maxN    int32                 // the most connections of one tenant in the current window
 
 	service int64                 // the loop's average service time at the last busy window's end; 0: none is light
 	last    int32                 // tenants in the last window
@@ -278,7 +277,6 @@ func (l *lightCount) sent(a *connStage) {
 		l.tenants++
 	}
 	l.slotN[a.slot]++
-	l.maxN = max(l.maxN, l.slotN[a.slot])
 }
 
 // countHeld counts the connections the loop holds (rationed or barren)
@@ -287,11 +285,10 @@ func (l *lightCount) sent(a *connStage) {
 // holds would pass the held hammers themselves as light
 // (docs/OVERLOAD.md#light-connections).
 func (s *stage) countHeld() {
-	for a := s.held.head; a != nil; a = a.nextHeld {
-		s.light.sent(a)
-	}
-	for a := s.barren.head; a != nil; a = a.nextHeld {
-		s.light.sent(a)
+	for _, h := range [...]*heldList{&s.held, &s.barren} {
+		for a := h.head; a != nil; a = a.nextHeld {
+			s.light.sent(a)
+		}
 	}
 }
 
@@ -304,10 +301,16 @@ func (s *stage) countHeld() {
 // The light pace follows the counts and the loop's average service time.
 func (l *lightCount) roll(now, service int64) {
 	l.service = service
-	if now-l.since < min(maxLightWindow, shed.LightGap(service, l.tenants*l.maxN)) {
+	var most int32 // the most connections of one tenant in the window
+	for i, w := range l.slotWin {
+		if w == l.window {
+			most = max(most, l.slotN[i])
+		}
+	}
+	if now-l.since < min(maxLightWindow, shed.LightGap(service, l.tenants*most)) {
 		return
 	}
-	l.since, l.last, l.maxN = now, l.tenants, 0
+	l.since, l.last = now, l.tenants
 	for i := range l.lastN {
 		l.lastN[i] = 0
 		if l.slotWin[i] == l.window {
